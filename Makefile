@@ -1,0 +1,29 @@
+# Every target bootstraps .venv on first use and reinstalls when pyproject.toml changes.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench typecheck clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m wave_actors.cli demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+	$(BIN)/pyright
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/pyright
+
+clean:
+	rm -rf $(VENV) .pytest_cache benchmarks/results

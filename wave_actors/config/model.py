@@ -1,0 +1,178 @@
+"""Configuration records: what one MCP server entry *is* once loaded.
+
+Everything here is frozen. A :class:`ServerConfig` is produced by
+:func:`wave_actors.config.load_config` (or :func:`server_config` for one entry)
+and never changes afterwards; a changed file produces a new record with a new
+:attr:`ServerConfig.fingerprint`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT_MS",
+    "MAX_TOOL_TIMEOUT_MS",
+    "Diagnostic",
+    "LoadedConfig",
+    "ServerConfig",
+    "Severity",
+    "Source",
+    "ToolOverride",
+    "TransportType",
+]
+
+DEFAULT_TOOL_TIMEOUT_MS: Final = 30_000
+"""Per-call deadline when an entry sets no ``tool_timeout_ms`` (R-CFG-7)."""
+
+MAX_TOOL_TIMEOUT_MS: Final = 3_600_000
+"""Largest accepted ``tool_timeout_ms``: one hour (R-CFG-7)."""
+
+
+class Source(enum.Enum):
+    """Where an entry came from, highest precedence first (R-CFG-1)."""
+
+    CONSTRUCTOR = "constructor"
+    PROJECT = "project"
+    USER = "user"
+    PLUGIN = "plugin"
+
+    @property
+    def precedence(self) -> int:
+        """Lower wins: a name defined in two sources takes the entry of the lower value."""
+        return _PRECEDENCE[self]
+
+
+_PRECEDENCE: Final = {Source.CONSTRUCTOR: 0, Source.PROJECT: 1, Source.USER: 2, Source.PLUGIN: 3}
+
+
+class TransportType(str, enum.Enum):
+    """The transports wave-actors can dial. ``streamable-http`` is read as :attr:`HTTP`."""
+
+    STDIO = "stdio"
+    HTTP = "http"
+    SSE = "sse"
+
+
+def _frozen_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen
+class ToolOverride:
+    """Per-tool settings from an entry's ``tool_overrides`` (R-TOOL-8).
+
+    :param read_only: overrides the server's ``readOnlyHint`` for that tool
+        when not ``None``.
+    """
+
+    read_only: bool | None = None
+
+
+def _frozen_overrides(value: Mapping[str, ToolOverride] | None) -> Mapping[str, ToolOverride]:
+    return MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen
+class ServerConfig:
+    """One configured MCP server, after merging, expansion and validation.
+
+    :param name: the server's name, unique within a session.
+    :param source: which configuration source supplied the entry (R-CFG-1).
+    :param origin: the file path the entry was read from, the plugin's name,
+        or ``"constructor"``.
+    :param type: ``"stdio"``, ``"http"`` or ``"sse"`` (see
+        :class:`TransportType`). Any other value is kept as written and fails
+        only when the server is dialed (R-CFG-3).
+    :param command: the executable of a stdio server, started without a shell.
+    :param args: its arguments.
+    :param env: variables overlaid on the host's environment for the child.
+    :param cwd: the child's working directory (``None``: the host's).
+    :param url: the endpoint of an http or sse server.
+    :param headers: HTTP headers sent with every request.
+    :param enabled: ``False`` keeps the entry listed but it is never dialed (R-CFG-6).
+    :param tool_timeout_ms: each tool call's deadline, counted from send (R-TOOL-4).
+    :param tool_overrides: per-tool settings keyed by the server's raw tool name.
+    :param fingerprint: a stable hash of the connection-relevant fields and the
+        workdir (R-CFG-8); equal fingerprints mean "the same server".
+    """
+
+    name: str
+    source: Source
+    origin: str
+    type: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    enabled: bool = True
+    tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
+    tool_overrides: Mapping[str, ToolOverride] = attrs.field(factory=dict, converter=_frozen_overrides)
+    fingerprint: str = ""
+
+    @property
+    def transport(self) -> TransportType | None:
+        """The transport to dial, or ``None`` when :attr:`type` is not one wave-actors knows."""
+        try:
+            return TransportType(self.type)
+        except ValueError:
+            return None
+
+
+class Severity(str, enum.Enum):
+    """How bad a :class:`Diagnostic` is."""
+
+    ERROR = "error"
+    """Something was skipped: a whole source, or one entry."""
+
+    WARNING = "warning"
+    """Something was loaded, but maybe not as meant (e.g. an unset ``${VAR}``)."""
+
+
+@attrs.frozen
+class Diagnostic:
+    """A problem found while loading configuration (R-CFG-4).
+
+    :param severity: whether something was skipped.
+    :param source: the source in which it was found.
+    :param origin: the file path or plugin name.
+    :param message: what is wrong and what was done about it.
+    :param server: the entry's name, when the problem is in one entry.
+    :param field: the entry's field, when the problem is in one field.
+    """
+
+    severity: Severity
+    source: Source
+    origin: str
+    message: str
+    server: str | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.origin
+        if self.server is not None:
+            where += f": server {self.server!r}"
+        if self.field is not None:
+            where += f", field {self.field!r}"
+        return f"{self.severity.value}: {where}: {self.message}"
+
+
+@attrs.frozen
+class LoadedConfig:
+    """The merged configuration of one workdir, and what went wrong loading it.
+
+    :param workdir: the project directory the configuration was loaded for.
+    :param servers: every loaded entry by name, the winner of each name only.
+    :param diagnostics: problems found; loading never raises for these.
+    """
+
+    workdir: str
+    servers: Mapping[str, ServerConfig]
+    diagnostics: tuple[Diagnostic, ...] = ()

@@ -1,0 +1,70 @@
+"""The exceptions wave-actors raises, and nothing else.
+
+Every error a host can see from this library is a :class:`WaveActorsError`.
+Transport failures from the MCP SDK, anyio, httpx or the operating system are
+mapped at the boundary (``transport``) so that callers never have to know which
+library a failure came from. Each message names the server, file or field
+involved and, where there is one, what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DialError",
+    "ServerDisabled",
+    "ServerUnavailable",
+    "ToolTimeout",
+    "UnknownServer",
+    "UnknownTool",
+    "WaveActorsError",
+]
+
+
+class WaveActorsError(Exception):
+    """Base class of every error raised by wave-actors."""
+
+
+class ConfigError(WaveActorsError):
+    """A configuration entry, file or edit is invalid.
+
+    Raised when a server is *used* with a configuration that cannot work (an
+    unknown ``type`` at connect time, R-CFG-3) and by configuration edits.
+    Loading configuration never raises this: problems found while loading are
+    reported as diagnostics and the offending source or entry is skipped
+    (R-CFG-4).
+    """
+
+
+class ServerUnavailable(WaveActorsError):
+    """The server has no live connection to carry a request.
+
+    It may be disconnected, reconnecting, in error, or its transport may have
+    been lost while the request was in flight (R-RACE-4). A request that fails
+    this way was not answered; whether the server saw it is unknown, and it is
+    never replayed.
+    """
+
+
+class DialError(ServerUnavailable):
+    """Opening a transport to a server failed (spawn, handshake or network)."""
+
+
+class ServerDisabled(WaveActorsError):
+    """The server is configured with ``enabled: false`` and cannot be connected (R-CFG-6)."""
+
+
+class ToolTimeout(WaveActorsError):
+    """A tool call ran past its server's ``tool_timeout_ms`` (R-TOOL-4).
+
+    The request was cancelled on the server (``notifications/cancelled``) and is
+    never replayed.
+    """
+
+
+class UnknownServer(WaveActorsError):
+    """No server of that name is configured in this session."""
+
+
+class UnknownTool(WaveActorsError):
+    """No tool of that name is known in this session."""
