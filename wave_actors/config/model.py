@@ -108,13 +108,15 @@ class ServerConfig:
     type: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    env: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
     cwd: str | None = None
     url: str | None = None
-    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
     enabled: bool = True
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
-    tool_overrides: Mapping[str, ToolOverride] = attrs.field(factory=dict, converter=_frozen_overrides)
+    tool_overrides: Mapping[str, ToolOverride] = attrs.field(
+        factory=dict[str, ToolOverride], converter=_frozen_overrides
+    )
     fingerprint: str = ""
 
     @property
@@ -134,6 +136,10 @@ class Severity(str, enum.Enum):
 
     WARNING = "warning"
     """Something was loaded, but maybe not as meant (e.g. an unset ``${VAR}``)."""
+
+    INFO = "info"
+    """Nothing is wrong, but something was left out on purpose and a UI may want to
+    say why (e.g. a project entry not approved in trust mode, R-CFG-10)."""
 
 
 @attrs.frozen

@@ -1,0 +1,289 @@
+"""One configuration entry, from raw JSON to a :class:`ServerConfig` (R-CFG-2, R-CFG-3, R-CFG-5..8).
+
+The steps, in order:
+
+1. type-check the fields (:mod:`wave_actors.config.converter`);
+2. decide the transport: ``type`` as written (``streamable-http`` is read as
+   ``http``), else ``stdio`` when there is a ``command`` and ``http`` when
+   there is a ``url`` -- never ``sse`` by guess (R-CFG-2). An unknown ``type``
+   is kept as written, without a diagnostic: it fails when dialed (R-CFG-3);
+3. check that the fields fit the transport;
+4. expand ``${VAR}`` in file sources (R-CFG-5);
+5. resolve ``cwd`` and compute the fingerprint (R-CFG-8).
+
+Decisions where the specification is silent:
+
+* Unknown fields are ignored with a warning (a typo such as ``"transport"``
+  for ``"type"`` would otherwise go unnoticed); the entry still loads.
+* ``command`` *and* ``url`` without ``type`` is ambiguous and is rejected
+  rather than guessed. With a known ``type``, fields of the other kind
+  (``url`` on a stdio server, ``args`` on an http one) are dropped with a
+  warning so that they cannot change the fingerprint; with an unknown type
+  everything is kept.
+* Expansion applies to the project and user files only. Constructor entries
+  are literal (R-CFG-5) and so are plugin entries: a plugin ships its
+  configuration, it should not pick up whatever the user's shell exports.
+* A relative ``cwd`` is resolved against the workdir, for every source: a
+  host serving many workdirs has no meaningful "current directory" of its own.
+  ``cwd`` is not ``${VAR}``-expanded (R-CFG-5 does not list it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final, cast
+
+import attrs
+
+from wave_actors.config.converter import ENTRY_FIELDS, EntryInvalid, RawEntry, describe_value, structure_strictly
+from wave_actors.config.expand import expand_variables
+from wave_actors.config.fingerprint import connection_fingerprint
+from wave_actors.config.model import Diagnostic, ServerConfig, Severity, Source, ToolOverride, TransportType
+from wave_actors.config.sources import resolve_workdir
+from wave_actors.errors import ConfigError
+
+__all__ = ["EXPANDED_SOURCES", "ParsedEntry", "parse_entry", "server_config"]
+
+logger = logging.getLogger(__name__)
+
+EXPANDED_SOURCES: Final = frozenset({Source.PROJECT, Source.USER})
+"""Sources whose entries get ``${VAR}`` expansion (R-CFG-5); the others are literal."""
+
+_TYPE_ALIASES: Final = {"streamable-http": TransportType.HTTP.value}
+_STDIO_FIELDS: Final = ("command", "args", "env", "cwd")
+_REMOTE_FIELDS: Final = ("url", "headers")
+_OVERRIDE_FIELDS: Final = frozenset(field.name for field in attrs.fields(ToolOverride))
+_SUGGESTIONS: Final = {"transport": "type", "timeout": "tool_timeout_ms", "disabled": "enabled"}
+_SKIPPED: Final = "; the entry was skipped"
+
+
+@attrs.frozen
+class ParsedEntry:
+    """What became of one entry.
+
+    :param config: the loaded entry, or ``None`` when it was rejected.
+    :param diagnostics: why it was rejected (errors), or what may not be as
+        meant (warnings); a loaded entry may have warnings.
+    """
+
+    config: ServerConfig | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+class _Rejected(Exception):
+    """The entry cannot be loaded; the error diagnostics are already recorded."""
+
+
+@attrs.define
+class _Report:
+    """Collects one entry's diagnostics."""
+
+    name: str
+    source: Source
+    origin: str
+    diagnostics: list[Diagnostic] = attrs.field(factory=list[Diagnostic])
+
+    def warn(self, message: str, field: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(Severity.WARNING, self.source, self.origin, message, self.name, field))
+
+    def error(self, message: str, field: str | None = None) -> None:
+        self.diagnostics.append(
+            Diagnostic(Severity.ERROR, self.source, self.origin, message + _SKIPPED, self.name, field)
+        )
+
+    def reject(self, message: str, field: str | None = None) -> _Rejected:
+        self.error(message, field)
+        return _Rejected()
+
+
+def parse_entry(
+    name: str,
+    entry: object,
+    *,
+    source: Source,
+    origin: str,
+    workdir: Path,
+    environ: Mapping[str, str],
+) -> ParsedEntry:
+    """Validate, expand and fingerprint one entry; never raises for its content (R-CFG-4).
+
+    :param name: the server's name (the entry's key).
+    :param entry: the entry as parsed from JSON or given by the host.
+    :param source: decides whether ``${VAR}`` is expanded (:data:`EXPANDED_SOURCES`).
+    :param origin: the file path or plugin name, for diagnostics and the record.
+    :param workdir: the *resolved* project directory (see
+        :func:`~wave_actors.config.sources.resolve_workdir`).
+    :param environ: the variables ``${VAR}`` expands from.
+    """
+    report = _Report(name, source, origin)
+    try:
+        config = _parse(name, entry, source, origin, workdir, environ, report)
+    except _Rejected:
+        return ParsedEntry(None, tuple(report.diagnostics))
+    return ParsedEntry(config, tuple(report.diagnostics))
+
+
+def server_config(
+    name: str,
+    entry: Mapping[str, object],
+    *,
+    source: Source,
+    origin: str,
+    workdir: Path | str,
+    environ: Mapping[str, str] | None = None,
+) -> ServerConfig:
+    """Build one entry, or say exactly why it cannot be built (R-CFG-2..8).
+
+    For hosts that add or replace a single entry (R-STORE-3, validation before
+    write) and for constructor entries. The rules are those of
+    :func:`~wave_actors.config.load_config`; warnings (an unset ``${VAR}``, an
+    ignored field) do not fail the entry and are logged.
+
+    :param name: the server's name.
+    :param entry: the entry, as it would appear under ``mcpServers``.
+    :param source: where it will live; ``PROJECT`` and ``USER`` get ``${VAR}``
+        expansion, the others are literal (R-CFG-5).
+    :param origin: the file path, plugin name or ``"constructor"``.
+    :param workdir: the project directory; part of the fingerprint (R-CFG-8).
+    :param environ: variables for expansion; default :data:`os.environ`.
+    :raises ConfigError: naming the server, origin, field and value of every
+        problem that prevents loading the entry.
+    """
+    parsed = parse_entry(
+        name,
+        entry,
+        source=source,
+        origin=origin,
+        workdir=resolve_workdir(workdir),
+        environ=os.environ if environ is None else environ,
+    )
+    for diagnostic in parsed.diagnostics:
+        if diagnostic.severity is not Severity.ERROR:
+            logger.warning("%s", diagnostic)
+    if parsed.config is None:
+        errors = [
+            (f"field {d.field!r}: " if d.field else "") + d.message.removesuffix(_SKIPPED)
+            for d in parsed.diagnostics
+            if d.severity is Severity.ERROR
+        ]
+        raise ConfigError(f"invalid MCP server entry {name!r} in {origin}: " + "; ".join(errors))
+    return parsed.config
+
+
+def _parse(
+    name: str,
+    entry: object,
+    source: Source,
+    origin: str,
+    workdir: Path,
+    environ: Mapping[str, str],
+    report: _Report,
+) -> ServerConfig:
+    if not name:
+        raise report.reject("a server name must not be empty")
+    if not isinstance(entry, Mapping):
+        raise report.reject(f"an entry must be a JSON object, got {describe_value(entry)}")
+    fields = cast(Mapping[object, object], entry)
+    _warn_unknown_fields(fields, report)
+    try:
+        raw = structure_strictly({str(key): value for key, value in fields.items()}, RawEntry)
+    except EntryInvalid as invalid:
+        for problem in invalid.problems:
+            report.error(problem.message, problem.path)
+        raise _Rejected() from None
+
+    type_ = _transport_type(raw, report)
+    config = ServerConfig(
+        name=name,
+        source=source,
+        origin=origin,
+        type=type_,
+        command=raw.command,
+        args=raw.args or (),
+        env=raw.env or {},
+        cwd=raw.cwd,
+        url=raw.url,
+        headers=raw.headers or {},
+        enabled=raw.enabled,
+        tool_timeout_ms=raw.tool_timeout_ms,
+        tool_overrides=raw.tool_overrides or {},
+    )
+    config = _fit_to_transport(config, report)
+    if source in EXPANDED_SOURCES:
+        config = _expand(config, environ, report)
+    if config.cwd is not None:
+        config = attrs.evolve(config, cwd=os.path.normpath(workdir / config.cwd))
+    return attrs.evolve(config, fingerprint=connection_fingerprint(config, str(workdir)))
+
+
+def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> None:
+    for key in fields:
+        if key in ENTRY_FIELDS:
+            continue
+        suggestion = _SUGGESTIONS.get(str(key))
+        hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
+        report.warn(f"unknown field {key!r} was ignored{hint}", str(key))
+    overrides = fields.get("tool_overrides")
+    if not isinstance(overrides, Mapping):
+        return  # absent, or a type error the converter reports
+    for tool, settings in cast(Mapping[object, object], overrides).items():
+        if isinstance(settings, Mapping):
+            for key in cast(Mapping[object, object], settings):
+                if key not in _OVERRIDE_FIELDS:
+                    known = ", ".join(sorted(_OVERRIDE_FIELDS))
+                    report.warn(
+                        f"unknown tool override setting {key!r} was ignored (known: {known})",
+                        f"tool_overrides[{tool!r}]",
+                    )
+
+
+def _transport_type(raw: RawEntry, report: _Report) -> str:
+    if raw.type is not None:
+        return _TYPE_ALIASES.get(raw.type, raw.type)
+    if raw.command is not None and raw.url is not None:
+        raise report.reject('both "command" and "url" are set and "type" is not: set "type" to say which is meant')
+    if raw.command is not None:
+        return TransportType.STDIO.value
+    if raw.url is not None:
+        return TransportType.HTTP.value  # never SSE by guess (R-CFG-2)
+    raise report.reject('needs "command" (a stdio server) or "url" (an http or sse server)')
+
+
+def _fit_to_transport(config: ServerConfig, report: _Report) -> ServerConfig:
+    transport = config.transport
+    if transport is None:
+        return config  # unknown type: kept whole, refused at connect time (R-CFG-3)
+    cleared: dict[str, object]
+    if transport is TransportType.STDIO:
+        required, foreign = "command", _REMOTE_FIELDS
+        cleared = {"url": None, "headers": {}}
+    else:
+        required, foreign = "url", _STDIO_FIELDS
+        cleared = {"command": None, "args": (), "env": {}, "cwd": None}
+    if not getattr(config, required):
+        raise report.reject(f'a {transport.value} server needs a non-empty "{required}"', required)
+    for field in foreign:
+        if getattr(config, field):
+            report.warn(f"a {transport.value} server does not use {field!r}; it was ignored", field)
+    return attrs.evolve(config, **cleared)
+
+
+def _expand(config: ServerConfig, environ: Mapping[str, str], report: _Report) -> ServerConfig:
+    def expanded(text: str, path: str) -> str:
+        expansion = expand_variables(text, environ)
+        if expansion.missing:
+            names = ", ".join(f"${{{missing}}}" for missing in expansion.missing)
+            report.warn(f"{names} is not set and has no default; kept as written", path)
+        return expansion.text
+
+    return attrs.evolve(
+        config,
+        command=None if config.command is None else expanded(config.command, "command"),
+        args=tuple(expanded(arg, f"args[{index}]") for index, arg in enumerate(config.args)),
+        env={key: expanded(value, f"env[{key!r}]") for key, value in config.env.items()},
+        url=None if config.url is None else expanded(config.url, "url"),
+        headers={key: expanded(value, f"headers[{key!r}]") for key, value in config.headers.items()},
+    )

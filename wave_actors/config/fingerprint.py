@@ -1,0 +1,53 @@
+"""What makes two configured servers "the same server" (R-CFG-8).
+
+A fingerprint is a short hex digest of the fields that decide *what gets
+started or dialed*, after ``${VAR}`` expansion, plus the workdir the entry was
+loaded for. Anything else (``enabled``, ``tool_timeout_ms``,
+``tool_overrides``, where the entry came from, key order in the file) leaves it
+unchanged, so the tool snapshot cache (R-CACHE-1) and live-session
+reconciliation (R-STORE-5) can tell "reconfigured" from "restarted
+differently".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Final
+
+from wave_actors.config.model import ServerConfig
+
+__all__ = ["CONNECTION_FIELDS", "FINGERPRINT_LENGTH", "connection_fingerprint"]
+
+CONNECTION_FIELDS: Final = ("type", "command", "args", "cwd", "url", "env", "headers")
+"""The :class:`ServerConfig` fields a fingerprint covers (R-CFG-8)."""
+
+FINGERPRINT_LENGTH: Final = 16
+"""Hex characters kept from the SHA-256 digest: 64 bits, plenty to tell a
+handful of servers apart, short enough to read in a log line."""
+
+
+def connection_fingerprint(config: ServerConfig, workdir: str) -> str:
+    """Hash ``config``'s connection-relevant fields together with ``workdir`` (R-CFG-8).
+
+    The hash is taken over canonical JSON (sorted keys, no whitespace, ASCII escapes), so it
+    is stable across runs, processes and dict orderings. ``config.fingerprint``
+    itself is ignored: compute this first, then store it with
+    ``attrs.evolve(config, fingerprint=...)``.
+
+    :param config: the entry, after expansion.
+    :param workdir: the resolved project directory it was loaded for.
+    :returns: :data:`FINGERPRINT_LENGTH` lowercase hex characters.
+    """
+    canonical = {
+        "type": config.type,
+        "command": config.command,
+        "args": list(config.args),
+        "cwd": config.cwd,
+        "url": config.url,
+        "env": dict(config.env),
+        "headers": dict(config.headers),
+        "workdir": workdir,
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:FINGERPRINT_LENGTH]

@@ -1,0 +1,163 @@
+"""Loading the merged configuration of one workdir (R-CFG-1..8, R-CFG-10).
+
+:func:`load_config` reads every source, judges every entry on its own, then
+lets precedence pick one definition per name. It never raises for what the
+configuration says (R-CFG-4): a bad file or entry becomes a
+:class:`~wave_actors.config.model.Diagnostic` and the rest loads.
+
+Decisions where the specification is silent:
+
+* Every entry of every source is validated, so a UI sees every mistake,
+  including those in entries that lose to a higher source.
+* A winning entry that is invalid still wins: the name is not loaded at all,
+  rather than silently falling back to a lower source's (possibly quite
+  different) server. The shadowed entries get a warning saying so.
+* In ``approved`` trust mode an unapproved project entry is *not* a
+  definition: it is neither validated nor expanded, and a user or plugin
+  entry of the same name loads instead. Each gets an ``info`` diagnostic so a
+  UI can say why it is missing (R-CFG-10).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final, cast
+
+import attrs
+
+from wave_actors.config.converter import describe_value
+from wave_actors.config.entry import ParsedEntry, parse_entry
+from wave_actors.config.merge import pick_winners
+from wave_actors.config.model import Diagnostic, LoadedConfig, ServerConfig, Severity, Source
+from wave_actors.config.sources import default_home, project_file, read_source_file, resolve_workdir, user_file
+from wave_actors.config.trust import TRUST_MODES, TrustMode, read_project_approval
+
+__all__ = ["CONSTRUCTOR_ORIGIN", "load_config"]
+
+logger = logging.getLogger(__name__)
+
+CONSTRUCTOR_ORIGIN: Final = "constructor"
+"""The origin recorded for entries passed by the host (R-CFG-1)."""
+
+
+@attrs.frozen
+class _Definition:
+    name: str
+    source: Source
+    origin: str
+    parsed: ParsedEntry
+
+
+def load_config(
+    workdir: Path | str,
+    *,
+    home: Path | str | None = None,
+    constructor: Mapping[str, Mapping[str, object]] | None = None,
+    plugins: Iterable[tuple[str, Mapping[str, Mapping[str, object]]]] = (),
+    trust: TrustMode = "all",
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Load and merge the MCP server configuration of ``workdir`` (R-CFG-1..8, R-CFG-10).
+
+    Sources, highest precedence first: ``constructor``, ``<workdir>/.mcp.json``,
+    ``<home>/mcp.json``, ``plugins``. For each name the highest source's entry
+    wins whole. Missing files are fine; unreadable or malformed ones, and
+    invalid entries, are skipped and reported in
+    :attr:`LoadedConfig.diagnostics`.
+
+    :param workdir: the project directory; resolved (absolute, no symlinks)
+        and part of every fingerprint (R-CFG-8).
+    :param home: the directory of the user file; default ``~/.wave``.
+    :param constructor: entries given by the host; literal, no ``${VAR}``
+        expansion (R-CFG-5).
+    :param plugins: ``(plugin name, {name: entry})`` pairs, in priority order
+        among themselves; literal, no ``${VAR}`` expansion.
+    :param trust: ``"approved"`` loads project entries only when approved in
+        ``<workdir>/.wave/settings.local.json`` (R-CFG-10).
+    :param environ: variables for ``${VAR}`` in the project and user files;
+        default :data:`os.environ`.
+    :raises ValueError: for an unknown ``trust`` mode (a programming error,
+        not a configuration one).
+    """
+    if trust not in TRUST_MODES:
+        raise ValueError(f"trust must be one of {TRUST_MODES}, got {trust!r}")
+    resolved = resolve_workdir(workdir)
+    variables: Mapping[str, str] = os.environ if environ is None else environ
+    diagnostics: list[Diagnostic] = []
+    definitions: list[_Definition] = []
+
+    def define(name: str, entry: object, source: Source, origin: str) -> None:
+        parsed = parse_entry(name, entry, source=source, origin=origin, workdir=resolved, environ=variables)
+        definitions.append(_Definition(name, source, origin, parsed))
+
+    for name, entry in (constructor or {}).items():
+        define(name, entry, Source.CONSTRUCTOR, CONSTRUCTOR_ORIGIN)
+
+    project = read_source_file(project_file(resolved), Source.PROJECT)
+    diagnostics.extend(project.diagnostics)
+    approval = None
+    if trust == "approved" and project.entries:
+        approval, problems = read_project_approval(resolved)
+        diagnostics.extend(problems)
+    for name, entry in project.entries.items():
+        refusal = approval.refusal(name) if approval is not None else None
+        if refusal is None:
+            define(name, entry, Source.PROJECT, project.origin)
+        else:
+            message = f"not loaded: {refusal} (project trust mode 'approved')"
+            diagnostics.append(Diagnostic(Severity.INFO, Source.PROJECT, project.origin, message, name))
+
+    user = read_source_file(user_file(default_home() if home is None else Path(home).expanduser()), Source.USER)
+    diagnostics.extend(user.diagnostics)
+    for name, entry in user.entries.items():
+        define(name, entry, Source.USER, user.origin)
+
+    for plugin, declared in plugins:
+        # Hosts may pass parsed JSON as is, whatever the annotation says.
+        if not isinstance(declared, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            message = f"a plugin's servers must be an object of {{name: entry}}, got {describe_value(declared)}"
+            diagnostics.append(Diagnostic(Severity.ERROR, Source.PLUGIN, plugin, f"{message}; skipped"))
+            continue
+        for name, entry in cast(Mapping[str, object], declared).items():
+            define(name, entry, Source.PLUGIN, plugin)
+
+    winners = pick_winners(definitions)
+    for definition in definitions:
+        diagnostics.extend(definition.parsed.diagnostics)
+        winner = winners[definition.name]
+        if winner is not definition:
+            diagnostics.extend(_shadowing(definition, winner))
+
+    servers: dict[str, ServerConfig] = {
+        name: winner.parsed.config for name, winner in winners.items() if winner.parsed.config is not None
+    }
+    logger.debug(
+        "loaded %d MCP server(s) for %s with %d diagnostic(s)", len(servers), resolved, len(diagnostics)
+    )
+    return LoadedConfig(str(resolved), MappingProxyType(servers), tuple(diagnostics))
+
+
+def _shadowing(loser: _Definition, winner: _Definition) -> Iterable[Diagnostic]:
+    """What to tell about a definition that lost, when losing may surprise."""
+    where = f"{winner.source.value} entry ({winner.origin})"
+    if winner.source is loser.source:
+        yield Diagnostic(
+            Severity.WARNING,
+            loser.source,
+            loser.origin,
+            f"not used: the {where} of the same name comes first",
+            loser.name,
+        )
+    elif winner.parsed.config is None and loser.parsed.config is not None:
+        yield Diagnostic(
+            Severity.WARNING,
+            loser.source,
+            loser.origin,
+            f"not used: the {where} of the same name takes precedence but is invalid, "
+            "so no server of this name is loaded",
+            loser.name,
+        )
