@@ -1,0 +1,250 @@
+"""MCP servers to test against: a fast fault-injection fake and the SDK's reference server.
+
+* :func:`fault_server_entry` -- a config entry for the stdlib-only stdio server
+  in ``fault_server.py`` whose misbehaviour is chosen by keyword (slow
+  initialize, crashes, grandchildren, garbage on stdout, ...). It starts in
+  tens of milliseconds because it imports neither ``mcp`` nor ``wave_actors``.
+* :func:`reference_server_entry` and :func:`serve_reference_server` -- the
+  ``mcp`` SDK's own ``MCPServer`` (``reference_server.py``) over stdio,
+  streamable HTTP or SSE, to prove compatibility with the reference
+  implementation rather than only with our fake.
+* :func:`entry_command` -- the argv of a stdio entry, for tests that start a
+  server on raw pipes or through ``StdioServerParameters``.
+
+This module is imported by host authors' test suites, so it stays light:
+``trio`` is imported inside :func:`serve_reference_server`, ``mcp`` only in
+the server subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final, Literal, cast
+
+__all__ = [
+    "CRASH_AFTER_CALLS_EXIT_CODE",
+    "FAULT_SERVER_PATH",
+    "REFERENCE_SERVER_PATH",
+    "entry_command",
+    "fault_server_entry",
+    "reference_server_entry",
+    "serve_reference_server",
+]
+
+FAULT_SERVER_PATH: Final = Path(__file__).with_name("fault_server.py")
+"""The stdlib-only fault server script; run it by path, never with ``-m``."""
+
+REFERENCE_SERVER_PATH: Final = Path(__file__).with_name("reference_server.py")
+"""The script running the SDK's ``MCPServer`` (``--transport stdio|streamable-http|sse``)."""
+
+CRASH_AFTER_CALLS_EXIT_CODE: Final = 3
+"""Exit code of a fault server started with ``crash_after_calls``."""
+
+# -I: no user site, no PYTHON* variables, no script directory on sys.path.
+# -S: no site module, so no site-packages scan (.pth files cost milliseconds).
+# The fault server needs the standard library only.
+_FAST_PYTHON_FLAGS: Final = ("-I", "-S")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _flag_value(value: str | float | os.PathLike[str]) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    return repr(value)
+
+
+def fault_server_entry(
+    *,
+    tools: int | None = None,
+    instructions: str | None = None,
+    read_only: Iterable[str] = (),
+    init_delay: float | None = None,
+    call_delay: float | None = None,
+    crash_after_calls: int | None = None,
+    exit_on_start: int | None = None,
+    ignore_sigterm: bool = False,
+    grandchild: bool = False,
+    setsid_grandchild: bool = False,
+    grandchild_inherit_stdio: bool = False,
+    garbage_stdout: bool = False,
+    stderr_flood: int | None = None,
+    huge_response: int | None = None,
+    list_changed_every: float | None = None,
+    call_log: str | os.PathLike[str] | None = None,
+    exit_on_eof: bool = True,
+    pid_file: str | os.PathLike[str] | None = None,
+) -> dict[str, object]:
+    """Build an MCP config entry that runs the fault server with the given behaviour.
+
+    Each keyword maps to the server flag of the same name (``init_delay=1.0``
+    becomes ``--init-delay 1.0``); ``None`` and ``False`` leave the flag out.
+    The server runs by file path under ``python -I -S``, so starting it does
+    not import ``wave_actors`` or ``mcp``.
+
+    :param tools: add echo-like tools ``tool_1`` .. ``tool_N`` to the built-in
+        ``echo``, ``sleep``, ``fail``, ``crash``, ``pid``, ``notify_list_changed``.
+    :param instructions: the ``instructions`` text of the initialize result.
+    :param read_only: tool names to annotate with ``readOnlyHint: true``.
+    :param init_delay: seconds to wait before answering ``initialize``.
+    :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
+    :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
+        *receiving* the N-th ``tools/call``, before answering it.
+    :param exit_on_start: exit with this code before reading anything (one line on stderr first).
+    :param ignore_sigterm: ignore SIGTERM (only SIGKILL ends the server).
+    :param grandchild: spawn a long-lived child in the server's process group.
+    :param setsid_grandchild: spawn a long-lived child in a new session (escapes ``killpg``).
+    :param grandchild_inherit_stdio: give grandchildren the server's stdio pipes
+        instead of ``/dev/null`` (then the stdout pipe stays open after the server dies).
+    :param garbage_stdout: write a non-JSON line to stdout at start and before every message.
+    :param stderr_flood: write this many bytes to stderr before reading stdin.
+    :param huge_response: ``echo`` answers with a text of exactly this many characters.
+    :param list_changed_every: after initialize, send ``notifications/tools/list_changed``
+        every so many seconds.
+    :param call_log: append one JSON line ``{"id", "tool", "pid", "time"}`` per
+        ``tools/call`` *received*, written immediately.
+    :param exit_on_eof: ``False`` keeps the server running after stdin closes, until killed.
+    :param pid_file: write the server's pid here (atomically) at start.
+    :returns: ``{"type": "stdio", "command": sys.executable, "args": [...]}``.
+    :raises TypeError: for an unknown keyword, naming it.
+    """
+    args: list[str] = [*_FAST_PYTHON_FLAGS, str(FAULT_SERVER_PATH)]
+    valued: dict[str, str | float | os.PathLike[str] | None] = {
+        "tools": tools,
+        "instructions": instructions,
+        "init_delay": init_delay,
+        "call_delay": call_delay,
+        "crash_after_calls": crash_after_calls,
+        "exit_on_start": exit_on_start,
+        "stderr_flood": stderr_flood,
+        "huge_response": huge_response,
+        "list_changed_every": list_changed_every,
+        "call_log": call_log,
+        "pid_file": pid_file,
+    }
+    for name, value in valued.items():
+        if value is not None:
+            args += [_flag(name), _flag_value(value)]
+    if isinstance(read_only, str):
+        read_only = [read_only]
+    for tool in read_only:
+        args += ["--read-only", tool]
+    switches = {
+        "ignore_sigterm": ignore_sigterm,
+        "grandchild": grandchild,
+        "setsid_grandchild": setsid_grandchild,
+        "grandchild_inherit_stdio": grandchild_inherit_stdio,
+        "garbage_stdout": garbage_stdout,
+        "ignore_eof": not exit_on_eof,
+    }
+    args += [_flag(name) for name, enabled in switches.items() if enabled]
+    return {"type": "stdio", "command": sys.executable, "args": args}
+
+
+def entry_command(entry: Mapping[str, object]) -> list[str]:
+    """The argv a stdio entry runs: ``[command, *args]``.
+
+    For tests that start a server themselves (raw pipes, ``StdioServerParameters``).
+
+    :raises ValueError: if ``entry`` has no string ``command`` or its ``args`` is not a list.
+    """
+    command = entry.get("command")
+    args = entry.get("args", [])
+    if not isinstance(command, str) or not isinstance(args, list | tuple):
+        raise ValueError(f"not a stdio entry with a command and a list of args: {entry!r}")
+    return [command, *(str(arg) for arg in cast("list[object] | tuple[object, ...]", args))]
+
+
+def reference_server_entry(transport: Literal["stdio"] = "stdio") -> dict[str, object]:
+    """Build an MCP config entry that runs the SDK's reference server over stdio.
+
+    The server imports ``mcp.server`` and takes over a second to start. For
+    streamable HTTP or SSE use :func:`serve_reference_server`, which owns the
+    process and yields its URL.
+
+    :param transport: only ``"stdio"``.
+    :returns: ``{"type": "stdio", "command": sys.executable, "args": [...]}``.
+    :raises ValueError: for any other transport.
+    """
+    if transport != "stdio":
+        raise ValueError(
+            f"reference_server_entry() runs the stdio transport only, not {transport!r}; "
+            "use serve_reference_server() for streamable-http and sse"
+        )
+    return {
+        "type": "stdio",
+        "command": sys.executable,
+        "args": [str(REFERENCE_SERVER_PATH), "--transport", "stdio"],
+    }
+
+
+# Start-up of `mcp.server` + uvicorn takes ~1.5 s on a quiet 2-core machine;
+# the bound is generous because test suites run many processes at once.
+_REFERENCE_START_TIMEOUT: Final = 20.0
+_PORT_FILE_POLL_INTERVAL: Final = 0.02
+_TERMINATE_GRACE: Final = 5.0
+
+
+@asynccontextmanager
+async def serve_reference_server(
+    transport: Literal["streamable-http", "sse"] = "streamable-http",
+) -> AsyncGenerator[str, None]:
+    """Run the SDK's reference server over HTTP on 127.0.0.1 and yield its URL.
+
+    The server binds an ephemeral port chosen by the OS and reports it through
+    a port file; the URL (``http://127.0.0.1:PORT/mcp`` or ``.../sse``) is
+    yielded once it accepts connections. On exit the process gets SIGTERM,
+    then SIGKILL if it has not exited within a few seconds; that wait is
+    shielded, so a cancelled caller still leaves no process behind.
+
+    :param transport: ``"streamable-http"`` or ``"sse"``.
+    :raises ValueError: for any other transport.
+    :raises RuntimeError: if the server exits before it listens.
+    :raises trio.TooSlowError: if it does not listen within 20 seconds.
+    """
+    import subprocess
+    import tempfile
+
+    import trio
+
+    paths = {"streamable-http": "/mcp", "sse": "/sse"}
+    if transport not in paths:
+        raise ValueError(f"serve_reference_server() serves streamable-http or sse, not {transport!r}")
+    with tempfile.TemporaryDirectory(prefix="wave-reference-") as directory:
+        port_file = Path(directory) / "port"
+        command = [
+            sys.executable,
+            str(REFERENCE_SERVER_PATH),
+            "--transport",
+            transport,
+            "--port-file",
+            str(port_file),
+        ]
+        process = await trio.lowlevel.open_process(command, stdin=subprocess.DEVNULL)
+        try:
+            with trio.fail_after(_REFERENCE_START_TIMEOUT):
+                while not port_file.exists():
+                    if process.returncode is not None:
+                        raise RuntimeError(
+                            f"reference server ({transport}) exited with code {process.returncode} "
+                            "before listening; see its stderr above"
+                        )
+                    await trio.sleep(_PORT_FILE_POLL_INTERVAL)
+            port = int(port_file.read_text().strip())
+            yield f"http://127.0.0.1:{port}{paths[transport]}"
+        finally:
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.terminate()
+                    with trio.move_on_after(_TERMINATE_GRACE):
+                        await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    with trio.move_on_after(_TERMINATE_GRACE):
+                        await process.wait()
