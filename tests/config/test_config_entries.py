@@ -50,7 +50,8 @@ def test_stdio_entry_keeps_command_args_env_and_cwd() -> None:
 def test_remote_entry_types(written: str, read: str) -> None:
     # R-CFG-2: streamable-http is http.
     server = build({"type": written, "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}})
-    assert (server.type, server.url, dict(server.headers)) == (read, "https://example.com/mcp", {"Authorization": "Bearer x"})
+    assert (server.type, server.url) == (read, "https://example.com/mcp")
+    assert dict(server.headers) == {"Authorization": "Bearer x"}
 
 
 def test_command_without_type_is_stdio() -> None:
@@ -242,7 +243,7 @@ def test_invalid_tool_timeout_skips_the_entry_with_an_error(tmp_path: Path, valu
     loaded = load_config(
         tmp_path,
         home=tmp_path,
-        constructor={"bad": {"command": "x", "tool_timeout_ms": value}, "good": {"command": "x"}},  # type: ignore[dict-item]
+        constructor={"bad": {"command": "x", "tool_timeout_ms": value}, "good": {"command": "x"}},
         environ={},
     )
     assert list(loaded.servers) == ["good"]
@@ -255,7 +256,8 @@ def test_invalid_tool_timeout_skips_the_entry_with_an_error(tmp_path: Path, valu
 
 
 def test_tool_overrides_become_records() -> None:
-    server = build({"command": "x", "tool_overrides": {"search": {"read_only": True}, "write": {"read_only": False}, "other": {}}})
+    overrides = {"search": {"read_only": True}, "write": {"read_only": False}, "other": {}}
+    server = build({"command": "x", "tool_overrides": overrides})
     assert dict(server.tool_overrides) == {
         "search": ToolOverride(read_only=True),
         "write": ToolOverride(read_only=False),
@@ -280,7 +282,9 @@ def test_absolute_cwd_is_kept() -> None:
 
 def test_server_config_raises_a_config_error_naming_server_origin_field_and_value() -> None:
     with pytest.raises(ConfigError) as caught:
-        server_config("db", {"command": "x", "tool_timeout_ms": 1.5}, source=Source.USER, origin="/h/mcp.json", workdir="/w")
+        server_config(
+            "db", {"command": "x", "tool_timeout_ms": 1.5}, source=Source.USER, origin="/h/mcp.json", workdir="/w"
+        )
     message = str(caught.value)
     assert "'db'" in message and "/h/mcp.json" in message and "tool_timeout_ms" in message and "1.5" in message
 

@@ -90,7 +90,9 @@ def test_missing_variable_stays_literal_with_a_warning_naming_server_and_field(t
 def test_constructor_and_plugin_entries_are_literal(tmp_path: Path) -> None:
     # R-CFG-5: constructor entries are literal; decision: plugin entries too.
     entry = {"command": "${HOST}", "args": ["${TOKEN}"]}
-    loaded = load_config(tmp_path, home=tmp_path, constructor={"c": entry}, plugins=[("p", {"p": entry})], environ=ENVIRON)
+    loaded = load_config(
+        tmp_path, home=tmp_path, constructor={"c": entry}, plugins=[("p", {"p": entry})], environ=ENVIRON
+    )
     for name in ("c", "p"):
         assert (loaded.servers[name].command, loaded.servers[name].args) == ("${HOST}", ("${TOKEN}",))
     assert loaded.diagnostics == ()

@@ -32,7 +32,9 @@ def fingerprint(entry: dict[str, Any], workdir: str = "/w/one", source: Source =
 def shuffled(mapping: dict[str, Any], seed: int) -> dict[str, Any]:
     items = list(mapping.items())
     random.Random(seed).shuffle(items)
-    return {key: shuffled(cast(dict[str, Any], value), seed) if isinstance(value, dict) else value for key, value in items}
+    return {
+        key: shuffled(cast(dict[str, Any], value), seed) if isinstance(value, dict) else value for key, value in items
+    }
 
 
 def test_fingerprint_is_pinned_so_caches_survive_upgrades() -> None:

@@ -98,7 +98,9 @@ def test_loaded_entry_is_the_whole_entry_of_the_highest_source_present(definitio
 
 @settings(max_examples=25, deadline=None)
 @given(presence, presence)
-def test_loaded_entry_does_not_depend_on_other_names(ours: dict[str, set[Source]], theirs: dict[str, set[Source]]) -> None:
+def test_loaded_entry_does_not_depend_on_other_names(
+    ours: dict[str, set[Source]], theirs: dict[str, set[Source]]
+) -> None:
     # R-CFG-1: entries with unrelated names never change each other.
     unrelated = {name: sources for name, sources in theirs.items() if name not in ours}
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
