@@ -21,7 +21,7 @@ caller cancels the start (a lazy dial dies with the session that asked for it).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from random import Random
 from typing import cast, final
@@ -115,6 +115,7 @@ class Supervisor:
         backoff: Backoff,
         escalate: bool,
         random: Random,
+        on_event: Callable[[ChildEvent], None] | None = None,
     ) -> None:
         """Use :meth:`open`; a supervisor is useless outside its ``async with`` block.
 
@@ -122,7 +123,9 @@ class Supervisor:
         :param backoff: default backoff of the children.
         :param escalate: raise instead of giving a child up when it exceeds its intensity.
         :param random: the jitter source.
+        :param on_event: called synchronously with every event (see :meth:`open`).
         """
+        self._on_event = on_event
         self._intensity = intensity
         self._backoff = backoff
         self._escalate = escalate
@@ -144,6 +147,7 @@ class Supervisor:
         backoff: Backoff = Backoff(),
         escalate: bool = False,
         random: Random | None = None,
+        on_event: Callable[[ChildEvent], None] | None = None,
     ) -> AsyncGenerator[Supervisor]:
         """Run a supervisor for the duration of an ``async with`` block.
 
@@ -157,6 +161,11 @@ class Supervisor:
             and raise instead of giving that child up alone. The block's body is
             cancelled first.
         :param random: jitter source; pass ``Random(seed)`` for reproducible delays.
+        :param on_event: called synchronously, in order, with every event as it
+            happens, before subscribers see it. Unlike a subscription it never
+            drops anything, so an owner that keeps its own state machine in step
+            with the children (e.g. by incarnation) uses this. It must not block
+            or raise; an exception it raises is logged and ignored.
         :raises RestartIntensityExceeded: on escalation, after every child stopped.
         """
         supervisor = cls(
@@ -164,6 +173,7 @@ class Supervisor:
             backoff=backoff,
             escalate=escalate,
             random=random if random is not None else Random(),
+            on_event=on_event,
         )
         body_error: BaseException | None = None
         try:
@@ -439,6 +449,10 @@ class Supervisor:
         *,
         delay: float | None = None,
     ) -> None:
-        self._events.publish(
-            ChildEvent(kind, child.spec.name, child.incarnation, trio.current_time(), error, delay)
-        )
+        event = ChildEvent(kind, child.spec.name, child.incarnation, trio.current_time(), error, delay)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:
+                logger.exception("on_event hook raised on %r; ignored", event)
+        self._events.publish(event)

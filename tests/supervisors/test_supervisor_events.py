@@ -12,7 +12,9 @@ from supervisors import (
     ChildEvent,
     ChildSpec,
     EventKind,
+    ChildState,
     EventSubscription,
+    Restart,
     RestartIntensity,
     Supervisor,
 )
@@ -140,3 +142,37 @@ async def test_a_subscription_needs_room_for_at_least_one_event(
     async with Supervisor.open() as supervisor:
         with pytest.raises(ValueError):
             supervisor.subscribe(max_buffer=0)
+
+
+async def test_on_event_hook_sees_every_event_in_order_without_dropping(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[tuple[EventKind, int]] = []
+
+    async def crash_twice(context: ChildContext) -> None:
+        context.started()
+        if context.incarnation < 3:
+            raise RuntimeError(f"crash {context.incarnation}")
+        await trio.sleep_forever()
+
+    async with Supervisor.open(
+        intensity=RestartIntensity(max_restarts=5, period=60),
+        on_event=lambda event: seen.append((event.kind, event.incarnation)),
+    ) as supervisor:
+        subscription = supervisor.subscribe(max_buffer=1)
+        await supervisor.start_child(ChildSpec("c", crash_twice, restart=Restart.TRANSIENT))
+        with trio.fail_after(60):
+            while supervisor.status("c").incarnation < 3 or supervisor.status("c").state is not ChildState.RUNNING:
+                await trio.sleep(0.1)
+        await supervisor.stop_child("c")
+        assert subscription.dropped > 0  # the ring buffer lost some; the hook did not
+    assert seen == [
+        (EventKind.STARTED, 1),
+        (EventKind.EXITED, 1),
+        (EventKind.RESTARTING, 1),
+        (EventKind.STARTED, 2),
+        (EventKind.EXITED, 2),
+        (EventKind.RESTARTING, 2),
+        (EventKind.STARTED, 3),
+        (EventKind.STOPPED, 3),
+    ]
