@@ -1,6 +1,7 @@
-"""wave-actors: supervised, leak-proof MCP server connections for agent hosts.
+"""wave-actors: supervised, leak-proof MCP server connections for multi-session agent hosts.
 
-Everything public is re-exported here; the submodules are private.
+Everything public is re-exported here; submodules are private. Importing this
+package does not import the MCP SDK: that happens on the first dial.
 """
 
 from wave_actors.config import (
@@ -8,6 +9,7 @@ from wave_actors.config import (
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
     ServerConfig as ServerConfig,
+    Severity as Severity,
     Source as Source,
     load_config as load_config,
 )
@@ -20,3 +22,14 @@ from wave_actors.errors import (
     UnknownTool as UnknownTool,
     WaveActorsError as WaveActorsError,
 )
+from wave_actors.host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
+from wave_actors.options import SessionOptions as SessionOptions
+from wave_actors.session import ReconfigureResult as ReconfigureResult, Session as Session, open_session as open_session
+from wave_actors.status import (
+    ServerState as ServerState,
+    ServerStatus as ServerStatus,
+    SessionSnapshot as SessionSnapshot,
+    ToolInfo as ToolInfo,
+)
+from wave_actors.tools import LoadMode as LoadMode, ToolDeclaration as ToolDeclaration
+from wave_actors.transport import Graces as Graces, TransportOptions as TransportOptions

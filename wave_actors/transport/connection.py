@@ -255,7 +255,9 @@ async def open_connection(
                 try:
                     result = await session.initialize()
                 except Exception as exc:
-                    raise _dial_error(config, exc, stderr) from exc
+                    # A dead server's exit status says more than "connection closed".
+                    cause = ConnectionError(lost_reason[0]) if lost_reason else exc
+                    raise _dial_error(config, cause, stderr) from exc
                 if lost_reason:
                     raise _dial_error(config, ConnectionError(lost_reason[0]), stderr)
                 if process is not None:

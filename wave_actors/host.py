@@ -1,0 +1,222 @@
+"""Host: many sessions by id, each a task in the host's nursery (R-HOST-1, R-KILL-3..5).
+
+Destroying a session runs the host's ``before_destroy`` hooks (saving a
+transcript, say), then closes the session: its scope is cancelled and
+``destroy_session`` returns only once every process it started is gone. A
+hook that fails or overruns is logged and teardown goes on: reclamation can
+never be skipped by an earlier failure (R-KILL-3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import trio
+
+from wave_actors.config import TrustMode
+from wave_actors.errors import WaveActorsError
+from wave_actors.options import SessionOptions
+from wave_actors.session import ServerEntries, Session
+
+__all__ = ["DestroyHook", "Host", "PendingDestroy"]
+
+logger = logging.getLogger(__name__)
+
+DestroyHook = Callable[[Session], Awaitable[None]]
+"""``async def hook(session)``, run before a session's servers are closed."""
+
+
+@attrs.frozen
+class PendingDestroy:
+    """A destroy waiting for a reconfigure of the same session to end (R-KILL-5).
+
+    :param session_id: the session to destroy.
+    :param requested_at: ``trio.current_time()`` when it was requested.
+    """
+
+    session_id: str
+    requested_at: float
+
+
+@attrs.define(eq=False)
+class _Running:
+    session: Session
+    close: trio.Event = attrs.field(factory=trio.Event)
+    finished: trio.Event = attrs.field(factory=trio.Event)
+    destroying: trio.Event | None = None
+
+
+class Host:
+    """Owns many sessions and their servers for the life of a process (R-HOST-1).
+
+    Open it with :meth:`open`; leaving the block destroys every remaining session.
+    """
+
+    def __init__(
+        self,
+        *,
+        nursery: trio.Nursery,
+        home: Path | None,
+        options: SessionOptions,
+        before_destroy: Sequence[DestroyHook],
+        hook_timeout: float,
+    ) -> None:
+        self._nursery = nursery
+        self._home = home
+        self._options = options
+        self._hooks = tuple(before_destroy)
+        self._hook_timeout = hook_timeout
+        self._sessions: dict[str, _Running] = {}
+        self._pending: dict[str, PendingDestroy] = {}
+        self._closing = False
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        home: Path | str | None = None,
+        options: SessionOptions = SessionOptions(),
+        before_destroy: Iterable[DestroyHook] = (),
+        hook_timeout: float = 5.0,
+    ) -> AsyncGenerator[Host, None]:
+        """Run a host for the duration of an ``async with`` block.
+
+        :param home: the user directory holding ``mcp.json`` (default ``~/.wave``).
+        :param options: default dial, reconnect and reclamation settings of sessions.
+        :param before_destroy: hooks run, in order, before a session's servers
+            are closed; each is bounded by ``hook_timeout`` and a failure is
+            logged, never fatal (R-KILL-3).
+        :param hook_timeout: seconds each hook may take.
+        """
+        async with trio.open_nursery() as nursery:
+            host = cls(
+                nursery=nursery,
+                home=Path(home) if home is not None else None,
+                options=options,
+                before_destroy=tuple(before_destroy),
+                hook_timeout=hook_timeout,
+            )
+            try:
+                yield host
+            finally:
+                host._closing = True
+                with trio.CancelScope(shield=True):
+                    async with trio.open_nursery() as teardown:
+                        for session_id in list(host._sessions):
+                            teardown.start_soon(host.destroy_session, session_id)
+
+    async def create_session(
+        self,
+        workdir: Path | str,
+        mcp_servers: ServerEntries | None = None,
+        plugins: Iterable[tuple[str, ServerEntries]] = (),
+        *,
+        trust: TrustMode = "all",
+        options: SessionOptions | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session: every configured server is registered, nothing is spawned (R-DIAL-1).
+
+        :param workdir: the project directory (its ``.mcp.json`` is a config source).
+        :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
+        :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
+        :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+        :param options: overrides the host's session options.
+        :param session_id: an id of the host's choosing (default: a random one).
+        :raises WaveActorsError: the host is closing, or the id is taken.
+        """
+        if self._closing:
+            raise WaveActorsError("the host is closing; no new sessions")
+        if session_id is not None and session_id in self._sessions:
+            raise WaveActorsError(f"a session with id {session_id!r} exists already")
+        session: Session = await self._nursery.start(
+            self._run_session,
+            {
+                "workdir": workdir,
+                "home": self._home,
+                "mcp_servers": mcp_servers,
+                "plugins": tuple(plugins),
+                "trust": trust,
+                "options": options or self._options,
+                "session_id": session_id,
+            },
+        )
+        return session
+
+    async def _run_session(
+        self, arguments: dict[str, object], *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        running: _Running | None = None
+        try:
+            async with Session._open(**arguments) as session:  # type: ignore[arg-type]  # pyright: ignore
+                running = _Running(session)
+                self._sessions[session.id] = running
+                task_status.started(session)
+                await running.close.wait()
+        finally:
+            if running is not None:
+                running.finished.set()
+
+    def get_session(self, session_id: str) -> Session:
+        """The live session with that id.
+
+        :raises KeyError: no such session (never created, or destroyed).
+        """
+        return self._sessions[session_id].session
+
+    def sessions(self) -> list[Session]:
+        """Every live session, in creation order."""
+        return [running.session for running in self._sessions.values()]
+
+    def pending_destroys(self) -> list[PendingDestroy]:
+        """Destroys waiting for a reconfigure to end: queued, never dropped (R-KILL-5)."""
+        return list(self._pending.values())
+
+    async def destroy_session(self, session_id: str) -> None:
+        """Run the hooks, close the session, and return once every process it started is gone.
+
+        Idempotent: destroying a destroyed (or unknown) session does nothing;
+        a second call while the first runs waits for the same outcome
+        (R-KILL-4). A destroy requested during a reconfigure of the session
+        is queued until it ends (R-KILL-5).
+
+        :param session_id: the session's id.
+        """
+        running = self._sessions.get(session_id)
+        if running is None:
+            return
+        if running.destroying is not None:
+            await running.finished.wait()
+            return
+        running.destroying = trio.Event()
+        session = running.session
+        with trio.CancelScope(shield=True):
+            if session.reconfiguring:
+                self._pending[session_id] = PendingDestroy(session_id, trio.current_time())
+                logger.info("session %s: destroy queued until its reconfigure ends", session_id)
+                try:
+                    await session.wait_reconfigured()
+                finally:
+                    del self._pending[session_id]
+            for hook in self._hooks:
+                await self._run_hook(hook, session)
+            running.close.set()
+            await running.finished.wait()
+            del self._sessions[session_id]
+
+    async def _run_hook(self, hook: DestroyHook, session: Session) -> None:
+        try:
+            with trio.fail_after(self._hook_timeout):
+                await hook(session)
+        except trio.TooSlowError:
+            logger.warning(
+                "session %s: before_destroy hook %r overran %g s; destroying anyway",
+                session.id, hook, self._hook_timeout,
+            )
+        except Exception:
+            logger.warning("session %s: before_destroy hook %r failed; destroying anyway", session.id, hook, exc_info=True)

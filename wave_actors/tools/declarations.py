@@ -1,0 +1,87 @@
+"""What the model is shown: tool declarations built from live statuses (R-TOOL-1..3).
+
+Pure functions over :class:`~wave_actors.status.ServerStatus` values: no I/O,
+so the same statuses always give byte-identical declarations.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from wave_actors.status import ServerState, ServerStatus
+from wave_actors.tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
+
+__all__ = ["LoadMode", "ToolDeclaration", "full_declarations"]
+
+
+class LoadMode(str, enum.Enum):
+    """How MCP tools are presented to the model (R-WS-1).
+
+    ``FULL`` declares every live tool with its sanitized schema (R-WS-2).
+    ``WORKING_SET`` (the default of R-WS-1) declares gateway tools and a text
+    section instead; it arrives with the working-set feature.
+    """
+
+    FULL = "full"
+    WORKING_SET = "working_set"
+
+
+def _frozen_schema(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class ToolDeclaration:
+    """One tool as declared to the model.
+
+    :param name: the model-visible name (R-TOOL-1).
+    :param description: the server's description.
+    :param input_schema: the sanitized input schema (R-TOOL-2).
+    :param server: the server it maps back to.
+    :param tool: the raw tool name on that server.
+    :param read_only: the tool's effective read-only flag (R-TOOL-7, R-TOOL-8).
+    """
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any] = attrs.field(converter=_frozen_schema)
+    server: str
+    tool: str
+    read_only: bool = False
+
+
+_LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})
+
+
+def full_declarations(
+    statuses: Iterable[ServerStatus], dropped_keywords: Iterable[str] = DEFAULT_DROPPED_KEYWORDS
+) -> tuple[ToolDeclaration, ...]:
+    """Declarations for every tool of every live server, sorted by name.
+
+    Only tools from live connections are declared, never cached ones (R-TOOL-3).
+    A reconnecting server keeps its last live list: calls to it fail fast with
+    a clear error until it is back (R-RACE-4).
+
+    :param statuses: the session's servers.
+    :param dropped_keywords: schema keywords to strip.
+    """
+    dropped = frozenset(dropped_keywords)
+    declarations = [
+        ToolDeclaration(
+            name=tool.name,
+            description=tool.description,
+            input_schema=sanitize_schema(tool.input_schema, dropped),
+            server=tool.server,
+            tool=tool.tool,
+            read_only=tool.read_only,
+        )
+        for status in statuses
+        if status.state in _LIVE and not status.tools_cached
+        for tool in status.tools
+    ]
+    return tuple(sorted(declarations, key=lambda declaration: declaration.name))
