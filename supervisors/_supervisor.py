@@ -178,7 +178,12 @@ class Supervisor:
         body_error: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
-                supervisor._nursery = await nursery.start(supervisor._host_children)
+                # Shielded: _host_children reports started at once, and a
+                # cancellation landing after it moved into the nursery but
+                # before start() returned would skip the shutdown below and
+                # leave it waiting forever.
+                with trio.CancelScope(shield=True):
+                    supervisor._nursery = await nursery.start(supervisor._host_children)
                 try:
                     with supervisor._body_scope:
                         yield supervisor

@@ -400,3 +400,13 @@ async def test_a_crash_during_shutdown_is_not_restarted(
         await trio.sleep(1)
     assert supervisor.status("crasher").state is ChildState.EXITED
     assert supervisor.status("crasher").incarnation == 1
+
+
+async def test_supervisor_opened_in_a_cancelled_scope_closes_instead_of_hanging() -> None:
+    # A cancel landing while the supervisor starts must still run its shutdown.
+    with trio.fail_after(5):
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            async with Supervisor.open():
+                await trio.sleep_forever()
+    assert scope.cancelled_caught
