@@ -205,6 +205,7 @@ class Host:
                     del self._pending[session_id]
             for hook in self._hooks:
                 await self._run_hook(hook, session)
+            session._close()  # pyright: ignore[reportPrivateUsage]
             running.close.set()
             await running.finished.wait()
             del self._sessions[session_id]

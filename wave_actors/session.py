@@ -161,7 +161,11 @@ class Session:
 
         :raises UnknownServer: no server of that name is configured.
         """
-        return self.snapshot().server(self._actor(name).name)
+        try:
+            return self.snapshot().server(name)
+        except KeyError:
+            self._actor(name)  # raises the helpful error
+            raise
 
     def _statuses(self) -> tuple[ServerStatus, ...]:
         actors = sorted(self._actors.values(), key=lambda actor: actor.name)
@@ -279,6 +283,8 @@ class Session:
         return self.server(name)
 
     def _actor(self, name: str) -> ServerActor:
+        if self._closed:
+            raise WaveActorsError(f"session {self._id} is closed")
         try:
             return self._actors[name]
         except KeyError:
@@ -394,7 +400,12 @@ class Session:
             await reconfiguring.wait()
 
     def _close(self) -> None:
+        """Refuse new commands, then cancel everything; the nursery's exit waits for reclamation."""
+        if self._closed:
+            return
         self._closed = True
+        for actor in self._actors.values():
+            actor.close()
         self._nursery.cancel_scope.cancel()
         self._changed()
 

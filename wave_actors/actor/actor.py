@@ -166,6 +166,10 @@ class ServerActor:
         self._config = config
         await self._command(Reload(enabled=config.enabled))
 
+    def close(self) -> None:
+        """Refuse further commands: the session is closing and will cancel the actor's task."""
+        self._closed = True
+
     def update_settings(self, config: ServerConfig) -> None:
         """Take an entry whose connection is unchanged (same fingerprint): timeouts, overrides."""
         self._config = config
@@ -220,9 +224,15 @@ class ServerActor:
                 self._idle.set()
 
     async def _step(self, message: Message, done: trio.Event | None) -> None:
-        effects = self._apply(message)
-        for effect in effects:
-            await self._execute(effect)
+        try:
+            effects = self._apply(message)
+            for effect in effects:
+                await self._execute(effect)
+        except BaseException:
+            # Cancelled mid-effect (the session is closing): the caller must not wait forever.
+            if done is not None:
+                done.set()
+            raise
         if done is not None:
             if self._state.state is ServerState.CONNECTING:
                 self._dial_waiters.append(done)

@@ -1,0 +1,120 @@
+"""Tool calls through a session: naming, deadlines, concurrency, failures (R-TOOL-1..6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from wave_actors import LoadMode, ServerState, ServerUnavailable, SessionOptions, ToolTimeout, UnknownTool, open_session
+from wave_actors.testing import fault_server_entry
+
+
+async def test_call_by_model_visible_name_and_tool_errors_are_results(tmp_path: Path, options: SessionOptions) -> None:
+    # R-TOOL-1, R-TOOL-6
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"git hub": fault_server_entry()}, options=options
+    ) as session:
+        await session.prepare_turn()
+        names = {declaration.name for declaration in session.tool_declarations(LoadMode.FULL)}
+        assert "mcp__git_hub__echo" in names
+        assert session.resolve_tool("mcp__git_hub__echo") == ("git hub", "echo")
+        result = await session.call_tool("mcp__git_hub__echo", {"text": "hi"})
+        assert result.content[0].text == "hi"  # type: ignore[union-attr]
+        failed = await session.call_tool("mcp__git_hub__fail", {"message": "no"})
+        assert failed.is_error
+
+
+async def test_declared_schemas_are_sanitized_and_read_only_is_kept(tmp_path: Path, options: SessionOptions) -> None:
+    # R-TOOL-2, R-TOOL-7, R-TOOL-8
+    entry = {**fault_server_entry(read_only=["echo"]), "tool_overrides": {"sleep": {"read_only": True}}}
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": entry}, options=options
+    ) as session:
+        await session.prepare_turn()
+        declarations = {d.tool: d for d in session.tool_declarations(LoadMode.FULL)}
+        text = json.dumps({name: dict(d.input_schema) for name, d in declarations.items()})
+        assert "$schema" not in text and "exclusiveMinimum" not in text
+        assert declarations["echo"].read_only and declarations["sleep"].read_only
+        assert not declarations["fail"].read_only
+
+
+async def test_unknown_tool_lists_the_servers_tools(tmp_path: Path, options: SessionOptions) -> None:
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
+    ) as session:
+        await session.prepare_turn()
+        with pytest.raises(UnknownTool, match=r"mcp__f__nope.*echo"):
+            await session.call_tool("mcp__f__nope", {})
+        with pytest.raises(TypeError, match="JSON object"):
+            await session.call_tool("mcp__f__echo", ["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+async def test_call_timeout_is_cancelled_and_never_replayed(tmp_path: Path, options: SessionOptions) -> None:
+    # R-TOOL-4
+    log = tmp_path / "calls.jsonl"
+    entry = {**fault_server_entry(call_log=log), "tool_timeout_ms": 300}
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": entry}, options=options
+    ) as session:
+        await session.prepare_turn()
+        started = trio.current_time()
+        with pytest.raises(ToolTimeout, match="'f'"):
+            await session.call_tool("mcp__f__sleep", {"seconds": 5})
+        assert trio.current_time() - started < 2.0
+        assert session.server("f").state is ServerState.CONNECTED
+        await session.call_tool("mcp__f__echo", {"text": "after"})
+    received = [json.loads(line)["tool"] for line in log.read_text().splitlines()]
+    assert received == ["sleep", "echo"]
+
+
+async def test_slow_call_blocks_neither_calls_nor_status_nor_disconnect(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-TOOL-5
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
+    ) as session:
+        await session.prepare_turn()
+        slow_failed = trio.Event()
+
+        async def slow_call() -> None:
+            with pytest.raises(ServerUnavailable):
+                await session.call_tool("mcp__f__sleep", {"seconds": 20})
+            slow_failed.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow_call)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(3):
+                result = await session.call_tool("mcp__f__echo", {"text": "fast"})
+                assert not result.is_error
+                assert session.server("f").state is ServerState.CONNECTED
+                await session.disconnect("f")
+                await slow_failed.wait()
+
+
+async def test_transport_lost_mid_call_fails_the_call_at_once(tmp_path: Path, options: SessionOptions) -> None:
+    # R-RACE-5, R-TOOL-6
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
+    ) as session:
+        await session.prepare_turn()
+        outcome: list[BaseException] = []
+
+        async def slow_call() -> None:
+            try:
+                await session.call_tool("mcp__f__sleep", {"seconds": 20})
+            except ServerUnavailable as error:
+                outcome.append(error)
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow_call)
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(ServerUnavailable):
+                    await session.call_tool("mcp__f__crash", {"code": 6})
+        assert outcome and "code 6" in str(outcome[0])
