@@ -1,0 +1,191 @@
+"""The host: sessions by id, destroy hooks, idempotent destroy, queued destroys, idle cost (R-HOST, R-KILL-3..5)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import psutil
+import pytest
+import trio
+import trio.testing
+from runtime_support import server_processes
+
+from wave_actors import Host, ServerState, SessionOptions, UnknownTool
+from wave_actors.session import Session
+from wave_actors.testing import fault_server_entry
+
+
+def five_servers(**behaviour: object) -> dict[str, dict[str, object]]:
+    return {f"s{i}": fault_server_entry(grandchild=True, **behaviour) for i in range(5)}  # type: ignore[arg-type]
+
+
+async def test_destroy_returns_after_every_process_is_gone(tmp_path: Path, options: SessionOptions) -> None:
+    # R-KILL-4
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, five_servers())
+        await session.prepare_turn()
+        assert len(server_processes()) == 5
+        descendants = psutil.Process().children(recursive=True)
+        assert len(descendants) == 10  # five servers, five grandchildren
+        await host.destroy_session(session.id)
+        assert [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert host.sessions() == []
+        with pytest.raises(KeyError):
+            host.get_session(session.id)
+
+
+async def test_destroy_is_idempotent(tmp_path: Path, options: SessionOptions) -> None:
+    # R-KILL-4: a second destroy, concurrent or later, is a no-op with no half state.
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, five_servers())
+        await session.prepare_turn()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(host.destroy_session, session.id)
+            nursery.start_soon(host.destroy_session, session.id)
+        await host.destroy_session(session.id)
+        assert server_processes() == [] and host.sessions() == []
+        assert session.closed
+
+
+async def test_failing_and_overrunning_hooks_do_not_prevent_reclamation(
+    tmp_path: Path, options: SessionOptions, caplog: pytest.LogCaptureFixture
+) -> None:
+    # R-KILL-3
+    saved: list[str] = []
+
+    async def save_transcript(session: Session) -> None:
+        saved.append(session.id)
+
+    async def broken(session: Session) -> None:
+        raise RuntimeError("disk full")
+
+    async def stuck(session: Session) -> None:
+        await trio.sleep_forever()
+
+    caplog.set_level(logging.WARNING, logger="wave_actors.host")
+    async with Host.open(
+        home=tmp_path / "home", options=options, before_destroy=[broken, stuck, save_transcript], hook_timeout=0.2
+    ) as host:
+        session = await host.create_session(tmp_path, five_servers())
+        await session.prepare_turn()
+        with trio.fail_after(5):
+            await host.destroy_session(session.id)
+        assert server_processes() == []
+        assert saved == [session.id]
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert "failed" in messages and "overran" in messages
+
+
+async def test_destroy_during_reconfigure_is_queued_not_lost(tmp_path: Path, options: SessionOptions) -> None:
+    # R-KILL-5: a removed server with a call in flight keeps reconfigure busy; destroy waits in the queue.
+    entry = {**fault_server_entry(), "tool_timeout_ms": 10_000}
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, {"old": entry})
+        await session.prepare_turn()
+        call_done = trio.Event()
+
+        async def slow_call() -> None:
+            result = await session.call_tool("mcp__old__sleep", {"seconds": 1.0})
+            assert not result.is_error  # accepted calls finish (R-STORE-5)
+            call_done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow_call)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(session.reconfigure, {"new": fault_server_entry()})
+            await trio.testing.wait_all_tasks_blocked()
+            assert session.reconfiguring
+            nursery.start_soon(host.destroy_session, session.id)
+            await trio.testing.wait_all_tasks_blocked()
+            assert [pending.session_id for pending in host.pending_destroys()] == [session.id]
+            assert not session.closed
+        assert call_done.is_set()
+        assert host.pending_destroys() == []
+        assert session.closed and host.sessions() == []
+        assert server_processes() == []
+
+
+async def test_reconfigure_retires_removed_reloads_changed_and_adds_new(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-STORE-5
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(
+            tmp_path, {"keep": fault_server_entry(), "change": fault_server_entry(), "drop": fault_server_entry()}
+        )
+        await session.prepare_turn()
+        old_change = session.server("change")
+        result = await session.reconfigure(
+            {"keep": fault_server_entry(), "change": fault_server_entry(instructions="v2"), "add": fault_server_entry()}
+        )
+        assert (result.added, result.removed, result.changed) == (("add",), ("drop",), ("change",))
+        assert [status.name for status in session.servers()] == ["add", "change", "keep"]
+        changed = session.server("change")
+        assert changed.state is ServerState.CONNECTED and changed.instructions == "v2"
+        assert changed.generation > old_change.generation
+        assert session.server("add").state is ServerState.DISCONNECTED
+        with pytest.raises(Exception, match="drop"):
+            await session.call_tool("mcp__drop__echo", {"text": "x"})
+        assert len(server_processes()) == 2
+
+
+async def test_watch_delivers_growing_versions_and_the_latest_state(tmp_path: Path, options: SessionOptions) -> None:
+    # R-HOST-2
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, {"f": fault_server_entry()})
+        versions: list[int] = []
+        async with trio.open_nursery() as nursery:
+
+            async def watcher() -> None:
+                async for snapshot in session.watch():
+                    versions.append(snapshot.version)
+                    if snapshot.server("f").state is ServerState.CONNECTED:
+                        return
+
+            nursery.start_soon(watcher)
+            await session.prepare_turn()
+        assert versions == sorted(set(versions)) and len(versions) >= 2
+
+
+async def test_misbehaving_server_does_not_affect_other_sessions(tmp_path: Path, options: SessionOptions) -> None:
+    # R-HOST-4
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        sick = await host.create_session(tmp_path, {"f": fault_server_entry(garbage_stdout=True, exit_on_start=9)})
+        healthy = await host.create_session(tmp_path, {"f": fault_server_entry()})
+        await sick.prepare_turn()
+        await healthy.prepare_turn()
+        with pytest.raises(UnknownTool, match="'f' is error"):
+            await sick.call_tool("mcp__f__echo", {"text": "x"})
+        assert healthy.server("f").state is ServerState.CONNECTED
+        assert not (await healthy.call_tool("mcp__f__echo", {"text": "x"})).is_error
+
+
+def _count_tasks() -> int:
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    count, stack = 0, [root]
+    while stack:
+        task = stack.pop()
+        count += 1
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return count
+
+
+@pytest.mark.timeout(120)
+async def test_a_thousand_idle_sessions_spawn_no_process_and_no_task_per_server(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-HOST-3, R-DIAL-1
+    entries = {f"s{i}": fault_server_entry() for i in range(5)}
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        before = _count_tasks()
+        for _ in range(1000):
+            await host.create_session(tmp_path, entries)
+        added = _count_tasks() - before
+        assert added <= 1000, f"{added} tasks for 1000 idle sessions of 5 servers"
+        assert psutil.Process().children(recursive=True) == []
+        for session in host.sessions()[:3]:
+            await session.prepare_turn()  # not that they cannot work
+        assert len(server_processes()) == 15
