@@ -86,6 +86,7 @@ class Session:
         self._diagnostics: tuple[Diagnostic, ...] = ()
         self._version = 0
         self._snapshot: SessionSnapshot | None = None
+        self._tool_index: tuple[int, dict[str, tuple[str, str]]] | None = None
         self._change: trio.Event | None = None
         self._closed = False
         self._reconfiguring: trio.Event | None = None
@@ -309,11 +310,14 @@ class Session:
 
         :raises UnknownTool: no listed tool has that name.
         """
-        for status in self.snapshot().servers:
-            for tool in status.tools:
-                if tool.name == name:
-                    return tool.server, tool.tool
-        raise UnknownTool(f"no tool {name!r} in session {self._id}; " + self._tool_hint(name))
+        snapshot = self.snapshot()
+        if self._tool_index is None or self._tool_index[0] != snapshot.version:
+            index = {tool.name: (tool.server, tool.tool) for status in snapshot.servers for tool in status.tools}
+            self._tool_index = (snapshot.version, index)
+        try:
+            return self._tool_index[1][name]
+        except KeyError:
+            raise UnknownTool(f"no tool {name!r} in session {self._id}; " + self._tool_hint(name)) from None
 
     def _tool_hint(self, name: str) -> str:
         parts = name.split("__")

@@ -340,6 +340,11 @@ class ServerActor:
             if up:
                 self._post(Lost(generation, reason))
                 raise ConnectionLost(reason) from error
+        except Exception:
+            # Not a server's misbehaviour but ours: say so loudly. The supervisor
+            # still contains it (restart, then give up), so it cannot take the host down.
+            logger.exception("server %r: unexpected error in transport generation %d", config.name, generation)
+            raise
         self._post(DialFailed(generation, reason, final=final))
         if not final:
             raise ConnectionLost(reason)

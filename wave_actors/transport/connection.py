@@ -156,6 +156,9 @@ class Connection:
             raise ServerUnavailable(f"server {self.server!r}: {what} failed: {exc.message}") from exc
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, TimeoutError) as exc:
             raise ServerUnavailable(f"server {self.server!r}: {what} failed: {self._why_closed()}") from exc
+        except ValueError as exc:
+            # pydantic's ValidationError: the server's answer does not fit the protocol.
+            raise ServerUnavailable(f"server {self.server!r}: {what}: invalid answer from the server: {exc}") from exc
         except Exception as exc:
             if type(exc).__module__.startswith(("httpx", "anyio")):
                 raise ServerUnavailable(f"server {self.server!r}: {what} failed: {exc}") from exc
