@@ -232,8 +232,11 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
         case Connect(explicit=explicit):
             return _connect(state, explicit)
         case Disconnect():
-            if state.state is ServerState.DISABLED or state.retiring:
+            if state.retiring or (state.state is ServerState.DISABLED and state.manually_disconnected):
                 return state, _NO_EFFECTS
+            if state.state is ServerState.DISABLED:
+                # Nothing runs, but the disconnect still holds if the entry is enabled later (R-DIAL-6).
+                return attrs.evolve(state, manually_disconnected=True), _NO_EFFECTS
             return (
                 attrs.evolve(
                     state, state=ServerState.DISCONNECTED, live=None, manually_disconnected=True, error=None, tools=()

@@ -31,7 +31,8 @@ def normalize(text: str) -> str:
 
 
 def _digest(server: str, tool: str, salt: int) -> str:
-    material = f"{server}\x00{tool}\x00{salt}".encode()
+    # "surrogatepass": a name read from JSON may hold a lone surrogate; valid text encodes as plain UTF-8.
+    material = f"{server}\x00{tool}\x00{salt}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(material).hexdigest()[: _SUFFIX_LENGTH - 1]
 
 
