@@ -154,13 +154,13 @@ async def test_list_changed_refreshes_the_tool_list(tmp_path: Path, options: Ses
         workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
     ) as session:
         await session.prepare_turn()
-        version = session.snapshot().version
-        await session.call_tool("mcp__f__notify_list_changed", {})
+        await session.call_tool("mcp__f__notify_list_changed", {"add_tool": "fresh"})
         with trio.fail_after(5):
             async for snapshot in session.watch():
-                if snapshot.version > version:
+                if "fresh" in {tool.tool for tool in snapshot.server("f").tools}:
                     break
-        assert session.server("f").state is ServerState.CONNECTED
+        result = await session.call_tool("mcp__f__fresh", {"text": "new"})
+        assert not result.is_error
 
 
 @pytest.mark.timeout(120)

@@ -241,8 +241,9 @@ class ServerActor:
 
     def _apply(self, message: Message) -> tuple[Effect, ...]:
         before = self._state
-        self._state, effects = reduce(before, message)
-        if self._state is not before:
+        after, effects = reduce(before, message)
+        if after != before:
+            self._state = after
             if self._state.state is not ServerState.CONNECTING and self._dial_waiters:
                 for waiter in self._dial_waiters:
                     waiter.set()

@@ -157,23 +157,26 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
         },
         {
             "name": "notify_list_changed",
-            "description": "Send notifications/tools/list_changed, then answer.",
-            "inputSchema": _object_schema({}, []),
+            "description": "Optionally add an echo-like tool named add_tool, send "
+            "notifications/tools/list_changed, then answer.",
+            "inputSchema": _object_schema({"add_tool": {"type": "string"}}, []),
         },
     ]
     for index in range(1, options.tools + 1):
-        tools.append(
-            {
-                "name": f"tool_{index}",
-                "description": f"Extra tool number {index}; returns its name and the text.",
-                "inputSchema": _object_schema({"text": {"type": "string"}}, []),
-            }
-        )
+        tools.append(_extra_tool(f"tool_{index}"))
     read_only = set(options.read_only)
     for tool in tools:
         if tool["name"] in read_only:
             tool["annotations"] = {"readOnlyHint": True}
     return tools
+
+
+def _extra_tool(name: str) -> JSONObject:
+    return {
+        "name": name,
+        "description": f"Extra tool {name}; returns its name and the text.",
+        "inputSchema": _object_schema({"text": {"type": "string"}}, []),
+    }
 
 
 def _text_result(text: str, *, is_error: bool = False) -> JSONObject:
@@ -401,6 +404,11 @@ class FaultServer:
                 )
             )
         if name == "notify_list_changed":
+            added = arguments.get("add_tool")
+            if isinstance(added, str) and added not in self.tool_names:
+                # Replace, never mutate: a concurrent tools/list may be serializing the old list.
+                self.tools = [*self.tools, _extra_tool(added)]
+                self.tool_names = self.tool_names | {added}
             self.notify("notifications/tools/list_changed")
             return _text_result("sent notifications/tools/list_changed")
         return _text_result(f"{name}: {arguments.get('text', '')}")
