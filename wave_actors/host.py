@@ -10,6 +10,7 @@ never be skipped by an earlier failure (R-KILL-3).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -156,6 +157,7 @@ class Host:
             async with Session._open(**arguments) as session:  # type: ignore[arg-type]  # pyright: ignore
                 running = _Running(session)
                 self._sessions[session.id] = running
+                session._destroy = partial(self.destroy_session, session.id)  # pyright: ignore[reportPrivateUsage]
                 task_status.started(session)
                 await running.close.wait()
         finally:
@@ -208,7 +210,7 @@ class Host:
             session._close()  # pyright: ignore[reportPrivateUsage]
             running.close.set()
             await running.finished.wait()
-            del self._sessions[session_id]
+            self._sessions.pop(session_id, None)
 
     async def _run_hook(self, hook: DestroyHook, session: Session) -> None:
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,6 +89,8 @@ class Session:
         self._tool_index: tuple[int, dict[str, tuple[str, str]]] | None = None
         self._change: trio.Event | None = None
         self._closed = False
+        self._finished = trio.Event()
+        self._destroy: Callable[[], Awaitable[None]] | None = None
         self._reconfiguring: trio.Event | None = None
         self._apply_config(self._load())
 
@@ -403,6 +405,21 @@ class Session:
         while (reconfiguring := self._reconfiguring) is not None:
             await reconfiguring.wait()
 
+    async def aclose(self) -> None:
+        """Close the session and return once every process it started is gone (R-KILL-4).
+
+        For a session of a :class:`~wave_actors.host.Host` this is
+        :meth:`Host.destroy_session <wave_actors.host.Host.destroy_session>`
+        (hooks included). Idempotent. Inside :func:`open_session`'s block,
+        prefer leaving the block: closing cancels that block too.
+        """
+        if self._destroy is not None:
+            await self._destroy()
+            return
+        self._close()
+        with trio.CancelScope(shield=True):
+            await self._finished.wait()
+
     def _close(self) -> None:
         """Refuse new commands, then cancel everything; the nursery's exit waits for reclamation."""
         if self._closed:
@@ -426,23 +443,28 @@ class Session:
         options: SessionOptions = SessionOptions(),
         session_id: str | None = None,
     ) -> AsyncGenerator[Session, None]:
-        async with trio.open_nursery() as nursery:
-            session = cls(
-                session_id=session_id or uuid.uuid4().hex[:12],
-                workdir=Path(workdir),
-                home=Path(home) if home is not None else None,
-                constructor=mcp_servers,
-                plugins=tuple(plugins),
-                trust=trust,
-                options=options,
-                nursery=nursery,
-            )
-            try:
-                yield session
-            finally:
-                # Cancels every dial and connection; the nursery then waits for
-                # each transport's shielded reclamation (R-KILL-4).
-                session._close()
+        session: Session | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                session = cls(
+                    session_id=session_id or uuid.uuid4().hex[:12],
+                    workdir=Path(workdir),
+                    home=Path(home) if home is not None else None,
+                    constructor=mcp_servers,
+                    plugins=tuple(plugins),
+                    trust=trust,
+                    options=options,
+                    nursery=nursery,
+                )
+                try:
+                    yield session
+                finally:
+                    # Cancels every dial and connection; the nursery then waits for
+                    # each transport's shielded reclamation (R-KILL-4).
+                    session._close()
+        finally:
+            if session is not None:
+                session._finished.set()
 
 
 @asynccontextmanager

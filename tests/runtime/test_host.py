@@ -189,3 +189,17 @@ async def test_a_thousand_idle_sessions_spawn_no_process_and_no_task_per_server(
         for session in host.sessions()[:3]:
             await session.prepare_turn()  # not that they cannot work
         assert len(server_processes()) == 15
+
+
+async def test_session_aclose_is_destroy(tmp_path: Path, options: SessionOptions) -> None:
+    saved: list[str] = []
+
+    async def hook(session: Session) -> None:
+        saved.append(session.id)
+
+    async with Host.open(home=tmp_path / "home", options=options, before_destroy=[hook]) as host:
+        session = await host.create_session(tmp_path, five_servers())
+        await session.prepare_turn()
+        await session.aclose()
+        await session.aclose()
+        assert saved == [session.id] and host.sessions() == [] and server_processes() == []
