@@ -1,0 +1,582 @@
+"""The ``wave-actors`` command: look at, dial and exercise configured MCP servers (R-CLI).
+
+Subcommands::
+
+    wave-actors servers              the merged configuration; dials nothing
+    wave-actors tools SERVER         connect one server and list its tools
+    wave-actors call SERVER TOOL --args JSON
+                                     connect one server and call one tool
+    wave-actors watch                connect every configured server, redraw a
+                                     live status table until interrupted
+    wave-actors demo                 a self-contained walkthrough on bundled servers
+
+Every subcommand takes ``--json``; those that read configuration take
+``--workdir`` (default: the current directory) and ``--home`` (default:
+``~/.wave``). Exit codes: :data:`EXIT_OK`, :data:`EXIT_FAILURE` (a tool error, a
+dial or transport failure), :data:`EXIT_USAGE` (bad arguments, unknown or
+unusable server in the configuration). Errors go to stderr as one line naming
+the server, file or field.
+
+The parser is the standard library's :mod:`argparse`: five subcommands with a
+handful of options need no dependency, and ``--help`` comes for free.
+
+``servers`` must start fast and dial nothing, so this module imports only
+:mod:`wave_actors.config` (neither ``trio`` nor ``mcp``) at module level; the
+subcommands that dial import the runtime inside their own functions, and the
+MCP SDK is imported by the first dial. (Importing the ``wave_actors`` package
+itself still imports ``trio`` through its public re-exports: about 0.2 s.)
+
+``demo`` lives in :mod:`wave_actors.demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast
+
+from wave_actors.config import Diagnostic, LoadedConfig, ServerConfig, TransportType, load_config
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from wave_actors.session import Session
+    from wave_actors.status import ServerStatus, SessionSnapshot
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main", "run_unwrapped", "status_table"]
+
+EXIT_OK: Final = 0
+"""The command did what was asked."""
+
+EXIT_FAILURE: Final = 1
+"""A tool returned an error, or a server failed to dial or was lost."""
+
+EXIT_USAGE: Final = 2
+"""Bad arguments, or a configuration that cannot serve the request."""
+
+_PROGRAM: Final = "wave-actors"
+
+
+class CommandFailed(Exception):
+    """Ends a subcommand with one line on stderr and an exit code.
+
+    :param message: what went wrong, naming the server, file or field.
+    :param code: :data:`EXIT_FAILURE` or :data:`EXIT_USAGE`.
+    """
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def one_line(text: object) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def fail(message: object, code: int = EXIT_FAILURE) -> NoReturn:
+    """Raise :class:`CommandFailed` with ``message`` made one line."""
+    raise CommandFailed(one_line(message), code)
+
+
+# Tables.
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:
+    """Left-aligned columns as wide as their widest cell; the last column is not padded."""
+    cells = [list(headers), *([one_line(cell) for cell in row] for row in rows)]
+    widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
+    lines = [
+        indent + "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1], strict=True)) + "  " + row[-1]
+        for row in cells
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def status_table(statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *, indent: str = "") -> str:
+    """A table of server statuses: name, type, state, generation, tools, last error.
+
+    :param statuses: the servers to show, in order; ``(session id, status)``
+        pairs add a first column naming each server's session.
+    :param indent: prepended to every line.
+    """
+    items = list(statuses)
+    with_sessions = any(isinstance(item, tuple) for item in items)
+    headers = ["SESSION"] * with_sessions + ["SERVER", "TYPE", "STATE", "GEN", "TOOLS", "ERROR"]
+    rows: list[list[object]] = []
+    for item in items:
+        session, status = item if isinstance(item, tuple) else ("", item)
+        row: list[object] = [status.name, status.type, status.state.value, status.generation, status.tool_count]
+        rows.append([session] * with_sessions + [*row, status.error or ""])
+    return table(headers, rows, indent)
+
+
+def _write_json(document: object, out: TextIO) -> None:
+    out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _diagnostic_document(diagnostic: Diagnostic) -> dict[str, object]:
+    return {
+        "severity": diagnostic.severity.value,
+        "source": diagnostic.source.value,
+        "origin": diagnostic.origin,
+        "server": diagnostic.server,
+        "field": diagnostic.field,
+        "message": diagnostic.message,
+    }
+
+
+def status_document(status: ServerStatus) -> dict[str, object]:
+    """A JSON-ready view of one server's status (tools by name; no schemas)."""
+    return {
+        "name": status.name,
+        "source": status.source.value,
+        "origin": status.origin,
+        "type": status.type,
+        "enabled": status.enabled,
+        "state": status.state.value,
+        "error": status.error,
+        "generation": status.generation,
+        "tools": [tool.name for tool in status.tools],
+        "last_connected": status.last_connected,
+        "manually_disconnected": status.manually_disconnected,
+    }
+
+
+# Arguments.
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be zero or more")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    output = _Parser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print JSON instead of text")
+    configured = _Parser(add_help=False)
+    configured.add_argument(
+        "--workdir", type=Path, default=None, help="project directory whose .mcp.json is read (default: current directory)"
+    )
+    configured.add_argument(
+        "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
+    )
+    parser = _Parser(
+        prog=_PROGRAM,
+        description="Supervised, leak-proof MCP server connections: inspect, dial and exercise configured servers.",
+        epilog="exit codes: 0 ok, 1 tool error or server failure, 2 usage or configuration error",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    commands.add_parser(
+        "servers",
+        parents=[configured, output],
+        help="list the merged configuration and its diagnostics; dials nothing",
+        description="List the merged configuration (constructor > project > user > plugins) and the "
+        "problems found loading it. Nothing is dialed.",
+    )
+    tools = commands.add_parser(
+        "tools", parents=[configured, output], help="connect SERVER and list its tools", description="Connect SERVER and list its tools."
+    )
+    tools.add_argument("server", metavar="SERVER")
+    call = commands.add_parser(
+        "call",
+        parents=[configured, output],
+        help="connect SERVER and call TOOL",
+        description="Connect SERVER and call TOOL (its name on the server, or the model-visible mcp__server__tool). "
+        "Exit 1 when the tool returns an error.",
+    )
+    call.add_argument("server", metavar="SERVER")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("--args", dest="arguments", default="{}", metavar="JSON", help="the arguments, a JSON object")
+    watch = commands.add_parser(
+        "watch",
+        parents=[configured, output],
+        help="connect every configured server and show a live status table",
+        description="Connect every enabled server in one session and redraw a status table on every change, "
+        "until interrupted (Ctrl-C reclaims every process) or --duration ends.",
+    )
+    watch.add_argument("--duration", type=_seconds, default=None, metavar="SECONDS", help="stop after this long")
+    commands.add_parser(
+        "demo",
+        parents=[output],
+        help="a self-contained walkthrough on bundled servers",
+        description="Run a host with two sessions on the bundled fault server and the MCP SDK's reference "
+        "server: lazy dial, calls, disconnect, crash and reconnect, destroy, and zero processes left. "
+        "Reads no configuration.",
+    )
+    return parser
+
+
+def _workdir(arguments: argparse.Namespace) -> Path:
+    workdir = cast(Path | None, arguments.workdir) or Path.cwd()
+    if not workdir.is_dir():
+        fail(f"--workdir {workdir}: not a directory", EXIT_USAGE)
+    return workdir
+
+
+def _home(arguments: argparse.Namespace) -> Path | None:
+    home = cast(Path | None, arguments.home)
+    return home.expanduser() if home is not None else None
+
+
+# servers
+
+
+def _configured_state(config: ServerConfig) -> str:
+    return "disconnected" if config.enabled else "disabled"
+
+
+def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
+    workdir = _workdir(arguments)
+    loaded: LoadedConfig = load_config(workdir, home=_home(arguments))
+    configs = [loaded.servers[name] for name in sorted(loaded.servers)]
+    if arguments.json:
+        _write_json(
+            {
+                "workdir": loaded.workdir,
+                "servers": [
+                    {
+                        "name": config.name,
+                        "source": config.source.value,
+                        "origin": config.origin,
+                        "type": config.type,
+                        "enabled": config.enabled,
+                        "state": _configured_state(config),
+                        "tool_timeout_ms": config.tool_timeout_ms,
+                        "fingerprint": config.fingerprint,
+                    }
+                    for config in configs
+                ],
+                "diagnostics": [_diagnostic_document(diagnostic) for diagnostic in loaded.diagnostics],
+            },
+            out,
+        )
+        return EXIT_OK
+    if configs:
+        rows = [
+            [
+                config.name,
+                config.source.value,
+                config.type,
+                "yes" if config.enabled else "no",
+                _configured_state(config),
+                config.origin,
+            ]
+            for config in configs
+        ]
+        out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
+    else:
+        out.write(f"no MCP servers configured for {loaded.workdir}\n")
+    if loaded.diagnostics:
+        out.write("\ndiagnostics:\n")
+        for diagnostic in loaded.diagnostics:
+            out.write(f"  {diagnostic}\n")
+    return EXIT_OK
+
+
+# Sessions for tools, call and watch.
+
+
+def _sole_exception(error: BaseException) -> BaseException:
+    """The one exception inside nested groups, or ``error`` itself when there are several."""
+    inner = error
+    while isinstance(inner, BaseExceptionGroup):
+        members: tuple[BaseException, ...] = cast("BaseExceptionGroup[BaseException]", inner).exceptions
+        if len(members) != 1:
+            return error
+        inner = members[0]
+    return inner
+
+
+def run_unwrapped(function: Any, *args: object) -> Any:
+    """``trio.run``, with an exception that nurseries wrapped in groups handed back unwrapped."""
+    import trio
+
+    try:
+        return trio.run(function, *args)
+    except BaseExceptionGroup as group:
+        sole = _sole_exception(group)
+        if sole is group:
+            raise
+        raise sole from None
+
+
+@asynccontextmanager
+async def _session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
+    from wave_actors.session import open_session
+
+    async with open_session(workdir=_workdir(arguments), home=_home(arguments)) as session:
+        yield session
+
+
+def _check_usable(session: Session, name: str) -> None:
+    """Refuse, with exit 2, a server the configuration cannot dial."""
+    names = [status.name for status in session.servers()]
+    if name not in names:
+        reasons = [str(diagnostic) for diagnostic in session.diagnostics if diagnostic.server == name]
+        if reasons:
+            fail(f"server {name!r} was not loaded: {reasons[0]}", EXIT_USAGE)
+        known = ", ".join(names) or "none"
+        fail(f"no server {name!r} configured for {session.workdir}; configured: {known}", EXIT_USAGE)
+    status = session.server(name)
+    if not status.enabled:
+        fail(f"server {name!r} is disabled (enabled: false) in {status.origin}", EXIT_USAGE)
+    if status.type not in {transport.value for transport in TransportType}:
+        fail(
+            f"server {name!r} in {status.origin}: unknown type {status.type!r}; expected stdio, http, "
+            "streamable-http or sse",
+            EXIT_USAGE,
+        )
+
+
+async def _connect(session: Session, name: str) -> ServerStatus:
+    from wave_actors.errors import WaveActorsError
+
+    _check_usable(session, name)
+    for diagnostic in session.diagnostics:
+        if diagnostic.server == name:
+            sys.stderr.write(f"{_PROGRAM}: config {one_line(diagnostic)}\n")
+    try:
+        return await session.connect(name)
+    except WaveActorsError as error:
+        fail(error)
+
+
+# tools
+
+
+async def _tools(arguments: argparse.Namespace, out: TextIO) -> int:
+    name = cast(str, arguments.server)
+    async with _session(arguments) as session:
+        status = await _connect(session, name)
+    if arguments.json:
+        _write_json(
+            {
+                "server": status.name,
+                "state": status.state.value,
+                "tools": [
+                    {
+                        "name": tool.name,
+                        "tool": tool.tool,
+                        "read_only": tool.read_only,
+                        "description": tool.description,
+                        "input_schema": dict(tool.input_schema),
+                    }
+                    for tool in status.tools
+                ],
+            },
+            out,
+        )
+        return EXIT_OK
+    if not status.tools:
+        out.write(f"server {name!r} lists no tools\n")
+        return EXIT_OK
+    rows = [[tool.tool, tool.name, "yes" if tool.read_only else "no", tool.description] for tool in status.tools]
+    out.write(table(["TOOL", "MODEL-VISIBLE NAME", "READ-ONLY", "DESCRIPTION"], rows) + "\n")
+    return EXIT_OK
+
+
+# call
+
+
+def _parse_arguments_json(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        fail(f"--args is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}", EXIT_USAGE)
+    if not isinstance(value, dict):
+        fail(f"--args must be a JSON object like '{{\"text\": \"hi\"}}', got {type(value).__name__}", EXIT_USAGE)
+    return cast(dict[str, object], value)
+
+
+def _content_text(result: mcp_types.CallToolResult) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            parts.append(f"[{block.type} content]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+async def _call(arguments: argparse.Namespace, out: TextIO) -> int:
+    from wave_actors.errors import WaveActorsError
+
+    server = cast(str, arguments.server)
+    tool = cast(str, arguments.tool)
+    tool_arguments = _parse_arguments_json(cast(str, arguments.arguments))
+    async with _session(arguments) as session:
+        status = await _connect(session, server)
+        matches = [info.name for info in status.tools if tool in (info.tool, info.name)]
+        if not matches:
+            listed = ", ".join(info.tool for info in status.tools) or "none"
+            fail(f"server {server!r} has no tool {tool!r}; its tools: {listed}", EXIT_USAGE)
+        try:
+            result = await session.call_tool(matches[0], tool_arguments)
+        except WaveActorsError as error:
+            fail(error)
+    if arguments.json:
+        _write_json(result.model_dump(mode="json", by_alias=True, exclude_none=True), out)
+    text = _content_text(result)
+    if result.is_error:
+        fail(f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}")
+    if not arguments.json:
+        out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    return EXIT_OK
+
+
+# watch
+
+
+def _snapshot_document(session: Session, snapshot: SessionSnapshot) -> dict[str, object]:
+    return {
+        "session": session.id,
+        "version": snapshot.version,
+        "servers": [status_document(status) for status in snapshot.servers],
+    }
+
+
+def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -> None:
+    clock = time.strftime("%H:%M:%S")
+    header = f"{_PROGRAM} watch: {session.workdir}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
+    body = status_table(snapshot.servers) if snapshot.servers else "no MCP servers configured"
+    if out.isatty():
+        out.write("\x1b[H\x1b[J")  # home, clear: redraw in place
+    out.write(f"{header}\n{body}\n\n")
+
+
+async def _stop_on_signal(cancel_scope: Any) -> None:
+    """Cancel ``cancel_scope`` on SIGINT, SIGTERM or SIGHUP: leaving the session reclaims everything.
+
+    Handling SIGINT here rather than as ``KeyboardInterrupt`` also stops a
+    watch started in the background of a non-interactive shell, where SIGINT
+    is ignored by default.
+    """
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for number in signals:
+            sys.stderr.write(f"{_PROGRAM}: {signal.Signals(number).name}: closing every server\n")
+            cancel_scope.cancel()
+            return
+
+
+async def _watch(arguments: argparse.Namespace, out: TextIO) -> int:
+    import trio
+
+    duration = cast(float | None, arguments.duration)
+    async with _session(arguments) as session:
+        for diagnostic in session.diagnostics:
+            sys.stderr.write(f"{_PROGRAM}: config {one_line(diagnostic)}\n")
+        with trio.move_on_after(duration if duration is not None else math.inf):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+                nursery.start_soon(session.prepare_turn)
+                async for snapshot in session.watch():
+                    if arguments.json:
+                        out.write(json.dumps(_snapshot_document(session, snapshot), ensure_ascii=False) + "\n")
+                    else:
+                        _render_snapshot(session, snapshot, out)
+                    out.flush()
+    return EXIT_OK
+
+
+# demo
+
+
+def _demo(arguments: argparse.Namespace, out: TextIO) -> int:
+    from wave_actors.demo import run_demo
+
+    return run_demo(out, as_json=cast(bool, arguments.json))
+
+
+# Entry point.
+
+
+class _LogFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{_PROGRAM}: {record.levelname.lower()}: {one_line(record.getMessage())}"
+
+
+def _expected_loss(record: logging.LogRecord) -> bool:
+    """Keep a record unless it is the runtime logging an ordinary connection loss as unexpected.
+
+    The actor's transport task ends a lost connection by raising its
+    ``ConnectionLost``, which its own catch-all reports with a traceback;
+    the loss itself is already reported (state, error, failed calls).
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    return type(error).__name__ != "ConnectionLost"
+
+
+def _configure_logging() -> None:
+    """Library warnings go to stderr, one line each.
+
+    Configuration diagnostics are not logged here: ``servers`` lists them,
+    ``watch`` prints them, and ``tools`` / ``call`` name the ones about their
+    server (the session would otherwise log every diagnostic of every file).
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormatter())
+    handler.addFilter(_expected_loss)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("wave_actors.session").setLevel(logging.ERROR)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``wave-actors`` command and return its exit code.
+
+    :param argv: the arguments after the program name (default: ``sys.argv[1:]``).
+    :returns: :data:`EXIT_OK`, :data:`EXIT_FAILURE` or :data:`EXIT_USAGE`.
+    """
+    arguments = _parser().parse_args(argv)
+    _configure_logging()
+    out = sys.stdout
+    command = cast(str, arguments.command)
+    try:
+        if command == "servers":
+            return _servers(arguments, out)
+        if command == "tools":
+            return cast(int, run_unwrapped(_tools, arguments, out))
+        if command == "call":
+            return cast(int, run_unwrapped(_call, arguments, out))
+        if command == "watch":
+            return cast(int, run_unwrapped(_watch, arguments, out))
+        return _demo(arguments, out)
+    except CommandFailed as error:
+        out.flush()
+        sys.stderr.write(f"{_PROGRAM}: error: {error}\n")
+        return error.code
+    except KeyboardInterrupt:
+        out.flush()
+        sys.stderr.write(f"{_PROGRAM}: interrupted; every server process was reclaimed\n")
+        return EXIT_OK if command == "watch" else EXIT_FAILURE
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,497 @@
+"""``wave-actors demo``: a self-contained walkthrough of the guarantees, on bundled servers.
+
+One :class:`~wave_actors.host.Host`, two sessions, no configuration read: the
+servers are constructor entries for the bundled stdlib fault server and the
+MCP SDK's reference server, and the host's home and the sessions' workdir are
+empty temporary directories. Each step says what it expects, checks it and
+prints ✓ or ✗; the run fails (exit 1) if any check does.
+
+Processes are counted with psutil: the descendants of this process, plus any
+process whose environment carries this run's marker (every server entry
+overlays it, and servers pass their environment to their children), which
+finds ``setsid`` or re-parented grandchildren too. Only processes tagged by
+the runtime's :data:`~wave_actors.transport.proctree.FAMILY_VARIABLE` and this
+run's marker count, so other wave-actors programs never do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from typing import Final, TextIO
+
+import attrs
+import psutil
+import trio
+
+from wave_actors.cli import EXIT_FAILURE, EXIT_OK, one_line, run_unwrapped, status_table
+from wave_actors.errors import ServerUnavailable, WaveActorsError
+from wave_actors.host import Host
+from wave_actors.session import Session
+from wave_actors.status import ServerState
+from wave_actors.testing import fault_server_entry, reference_server_entry
+from wave_actors.tools import LoadMode
+from wave_actors.transport.proctree import FAMILY_VARIABLE
+
+__all__ = ["run_demo"]
+
+RUN_VARIABLE: Final = "WAVE_ACTORS_DEMO_RUN"
+"""Overlaid on every demo server's environment, to find its processes however they were re-parented."""
+
+ECHO_INIT_DELAY: Final = 1.0
+NOTES_INIT_DELAY: Final = 2.0
+SLOW_INIT_DELAY: Final = 5.0
+_DEMO_TIME_LIMIT: Final = 45.0
+_RECONNECT_TIMEOUT: Final = 10.0
+_POLL_INTERVAL: Final = 0.02
+
+
+@attrs.frozen
+class Check:
+    """One expectation of one step, and whether it held.
+
+    :param ok: whether it held.
+    :param text: what was checked, with the measured values.
+    """
+
+    ok: bool
+    text: str
+
+
+@attrs.define
+class Step:
+    """One step of the walkthrough and its checks."""
+
+    number: int
+    title: str
+    checks: list[Check] = attrs.field(factory=list[Check])
+
+
+@attrs.define
+class _Walkthrough:
+    out: TextIO
+    as_json: bool
+    marks: tuple[str, str]
+    steps: list[Step] = attrs.field(factory=list[Step])
+
+    def step(self, title: str) -> None:
+        self.steps.append(Step(len(self.steps) + 1, title))
+        self._print(f"\n{len(self.steps)}. {title}")
+
+    def check(self, ok: bool, text: str) -> bool:
+        self.steps[-1].checks.append(Check(ok, text))
+        self._print(f"   {self.marks[0] if ok else self.marks[1]} {text}")
+        return ok
+
+    def show(self, text: str) -> None:
+        self._print(text)
+
+    def table(self, host: Host) -> None:
+        rows = [(session.id, status) for session in host.sessions() for status in session.servers()]
+        self._print(status_table(rows, indent="   ") if rows else "   (no live sessions)")
+
+    def _print(self, text: str) -> None:
+        if not self.as_json:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    @property
+    def failed(self) -> list[Check]:
+        return [check for step in self.steps for check in step.checks if not check.ok]
+
+
+def _marks(out: TextIO) -> tuple[str, str]:
+    try:
+        "✓✗".encode(out.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return ("OK  ", "FAIL")
+    return ("✓", "✗")
+
+
+@attrs.frozen
+class ProcessCount:
+    """The demo's live processes at one moment.
+
+    :param descendants: pids of live descendants of this process.
+    :param tagged: pids of live processes carrying this run's marker and a
+        family tag that are not descendants (re-parented ones).
+    """
+
+    descendants: frozenset[int]
+    tagged: frozenset[int]
+
+    @property
+    def total(self) -> int:
+        """Every live process of the run."""
+        return len(self.descendants | self.tagged)
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def count_processes(run: str) -> ProcessCount:
+    """Count this run's live processes (blocking: it reads ``/proc``)."""
+    me = psutil.Process()
+    try:
+        descendants = {child.pid for child in me.children(recursive=True) if _alive(child)}
+    except psutil.Error:
+        descendants = set[int]()
+    tagged: set[int] = set()
+    for process in psutil.process_iter():
+        if process.pid == me.pid or process.pid in descendants:
+            continue
+        try:
+            environ = process.environ()
+        except (psutil.Error, OSError):
+            continue
+        if environ.get(RUN_VARIABLE) == run and FAMILY_VARIABLE in environ and _alive(process):
+            tagged.add(process.pid)
+    return ProcessCount(frozenset(descendants), frozenset(tagged))
+
+
+def _text(result: object) -> str:
+    content = getattr(result, "content", [])
+    return " ".join(getattr(block, "text", f"[{getattr(block, 'type', '?')}]") for block in content)
+
+
+class _Demo:
+    """The steps, sharing one host and the processes counted between them."""
+
+    def __init__(self, walk: _Walkthrough, host: Host, run: str) -> None:
+        self.walk = walk
+        self.host = host
+        self.run = run
+        self.destroy_log: list[tuple[str, int]] = []
+
+    async def processes(self) -> ProcessCount:
+        return await trio.to_thread.run_sync(count_processes, self.run)
+
+    async def before_destroy(self, session: Session) -> None:
+        """The host's destroy hook: it runs while the session's servers are still up (R-KILL-3)."""
+        self.destroy_log.append((session.id, (await self.processes()).total))
+
+    async def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        with trio.move_on_after(timeout):
+            while not condition():
+                await trio.sleep(_POLL_INTERVAL)
+            return True
+        return False
+
+    async def create(self, workdir: str) -> tuple[Session, Session]:
+        walk = self.walk
+        walk.step("Create two sessions: servers are registered, nothing is spawned (R-DIAL-1)")
+        env = {RUN_VARIABLE: self.run}
+        chat = await self.host.create_session(
+            workdir,
+            {
+                "echo": {**fault_server_entry(init_delay=ECHO_INIT_DELAY, read_only=["echo"]), "env": env},
+                "notes": {**fault_server_entry(init_delay=NOTES_INIT_DELAY, setsid_grandchild=True), "env": env},
+                "reference": {**reference_server_entry("stdio"), "env": env},
+            },
+            session_id="chat-1",
+        )
+        slow = await self.host.create_session(
+            workdir,
+            {"slow": {**fault_server_entry(init_delay=SLOW_INIT_DELAY), "env": env}},
+            session_id="chat-2",
+        )
+        statuses = [*chat.servers(), *slow.servers()]
+        walk.check(
+            all(status.state is ServerState.DISCONNECTED for status in statuses),
+            f"{len(statuses)} servers registered in 2 sessions, all disconnected",
+        )
+        count = await self.processes()
+        walk.check(count.total == 0, f"{count.total} processes spawned (psutil: descendants of pid {os.getpid()})")
+        walk.table(self.host)
+        return chat, slow
+
+    async def first_turn(self, chat: Session) -> None:
+        walk = self.walk
+        walk.step("First turn: prepare_turn() dials every due server concurrently (R-DIAL-2)")
+        started_wall = time.time()
+        started = time.monotonic()
+        await chat.prepare_turn()
+        wall = time.monotonic() - started
+        statuses = chat.servers()
+        walk.check(
+            all(status.state is ServerState.CONNECTED for status in statuses),
+            "connected: " + ", ".join(f"{status.name} ({status.state.value})" for status in statuses),
+        )
+        dials = {
+            status.name: status.last_connected - started_wall
+            for status in statuses
+            if status.last_connected is not None
+        }
+        if len(dials) == len(statuses):
+            slowest = max(dials, key=lambda name: dials[name])
+            total = sum(dials.values())
+            each = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in dials.items())
+            walk.check(
+                wall <= dials[slowest] + 0.25 and wall < 0.8 * total,
+                f"wall time {wall:.2f} s = the slowest dial ({slowest}), not the sum ({total:.2f} s); "
+                f"dials: {each} (init delays: echo {ECHO_INIT_DELAY:.1f} s, notes {NOTES_INIT_DELAY:.1f} s)",
+            )
+        count = await self.processes()
+        walk.check(count.total == 4, f"{count.total} processes: 3 servers and the setsid grandchild of notes")
+        walk.table(self.host)
+
+    async def calls(self, chat: Session) -> None:
+        walk = self.walk
+        walk.step("Calls: declarations from live connections, results as CallToolResult (R-TOOL-1..6)")
+        declarations = chat.tool_declarations(LoadMode.FULL)
+        names = {declaration.name for declaration in declarations}
+        walk.check(
+            {"mcp__echo__echo", "mcp__notes__crash", "mcp__reference__add"} <= names,
+            f"{len(declarations)} tools declared (LoadMode.FULL), e.g. mcp__echo__echo, mcp__reference__add",
+        )
+        result = await chat.call_tool("mcp__echo__echo", {"text": "hello"})
+        walk.check(
+            _text(result) == "hello" and not result.is_error,
+            f'call_tool("mcp__echo__echo", {{"text": "hello"}}) -> {_text(result)!r}',
+        )
+        result = await chat.call_tool("mcp__reference__add", {"a": 2, "b": 3})
+        walk.check(
+            _text(result) == "5" and not result.is_error,
+            f'call_tool("mcp__reference__add", {{"a": 2, "b": 3}}) -> {_text(result)!r} (the SDK\'s own server)',
+        )
+        result = await chat.call_tool("mcp__echo__fail", {"message": "no such file"})
+        walk.check(
+            result.is_error is True,
+            f"a tool error is a result, not an exception: mcp__echo__fail -> isError, {_text(result)!r}",
+        )
+
+    async def manual_disconnect(self, chat: Session) -> None:
+        walk = self.walk
+        walk.step("Manual disconnect stays down, even across the next turn (R-DIAL-6, R-KILL-1)")
+        before = await self.processes()
+        await chat.disconnect("notes")
+        after = await self.processes()
+        walk.check(
+            chat.server("notes").state is ServerState.DISCONNECTED and after.total == before.total - 2,
+            f'disconnect("notes") -> {chat.server("notes").state.value}; its server and setsid grandchild '
+            f"reclaimed ({before.total} -> {after.total} processes)",
+        )
+        generations = {status.name: status.generation for status in chat.servers()}
+        await chat.prepare_turn()
+        notes = chat.server("notes")
+        walk.check(
+            notes.state is ServerState.DISCONNECTED and notes.generation == generations["notes"],
+            f"next prepare_turn(): notes still {notes.state.value}, not re-dialed",
+        )
+        reused = all(chat.server(name).generation == generations[name] for name in ("echo", "reference"))
+        walk.check(reused, "echo and reference reused, not re-dialed: generations unchanged (R-DIAL-3)")
+        walk.table(self.host)
+
+    async def crash(self, chat: Session) -> None:
+        walk = self.walk
+        walk.step("Crash and automatic reconnect (R-RACE-4, R-RACE-5)")
+        first = chat.server("echo").generation
+        seen: list[str] = []
+        recovered = trio.Event()
+
+        async def watch(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            async for snapshot in chat.watch():
+                status = snapshot.server("echo")
+                label = status.state.value
+                if not seen or seen[-1] != label:
+                    seen.append(label)
+                if len(seen) == 1:
+                    task_status.started()
+                if status.state is ServerState.CONNECTED and status.generation > first:
+                    recovered.set()
+                    return
+
+        started = time.monotonic()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch)
+            try:
+                await chat.call_tool("mcp__echo__crash", {"code": 7})
+                walk.check(False, "call_tool(\"mcp__echo__crash\") returned: the process did not die")
+            except ServerUnavailable as error:
+                walk.check(
+                    "code 7" in str(error),
+                    f'call_tool("mcp__echo__crash", {{"code": 7}}) raised {type(error).__name__}: {error}',
+                )
+            with trio.move_on_after(_RECONNECT_TIMEOUT):
+                await recovered.wait()
+            nursery.cancel_scope.cancel()
+        elapsed = time.monotonic() - started
+        echo = chat.server("echo")
+        path = " -> ".join(seen)
+        walk.check(
+            recovered.is_set() and "reconnecting" in seen[1:] and echo.state is ServerState.CONNECTED,
+            f"watch(): {path}; generation {first} -> {echo.generation} in {elapsed:.2f} s "
+            f"(backoff, then init delay {ECHO_INIT_DELAY:.1f} s; timeout {_RECONNECT_TIMEOUT:.0f} s)",
+        )
+        if echo.state is ServerState.CONNECTED:
+            result = await chat.call_tool("mcp__echo__echo", {"text": "back"})
+            walk.check(_text(result) == "back", f"call after reconnect -> {_text(result)!r}")
+        walk.table(self.host)
+
+    async def destroy_mid_dial(self, chat: Session, slow: Session) -> None:
+        walk = self.walk
+        walk.step(f"A dial cancelled by destroy: chat-2's server takes {SLOW_INIT_DELAY:.0f} s to initialize (R-RACE-2)")
+        before = await self.processes()
+        chat_generations = {status.name: status.generation for status in chat.servers()}
+        outcome: list[str] = []
+
+        async def turn() -> None:
+            try:
+                await slow.prepare_turn()
+                outcome.append("returned")
+            except WaveActorsError as error:
+                outcome.append(f"raised {error}")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(turn)
+            dialing = await self.wait_for(lambda: slow.server("slow").state is ServerState.CONNECTING, 5.0)
+            spawned = False
+            deadline = time.monotonic() + 5.0
+            while dialing and time.monotonic() < deadline:
+                if (await self.processes()).total > before.total:
+                    spawned = True
+                    break
+                await trio.sleep(_POLL_INTERVAL)
+            walk.check(dialing and spawned, "prepare_turn() in chat-2: slow is connecting, its process is up")
+            walk.table(self.host)
+            started = time.monotonic()
+            await self.host.destroy_session(slow.id)
+            elapsed = time.monotonic() - started
+            walk.check(
+                elapsed < SLOW_INIT_DELAY,
+                f'destroy_session("chat-2") returned in {elapsed:.2f} s, before the dial could finish',
+            )
+        after = await self.processes()
+        walk.check(after.total == before.total, f"its process is gone: {after.total} processes, as before the dial")
+        walk.check(outcome == ["returned"], f"the cancelled prepare_turn() {outcome[0] if outcome else 'never ended'}")
+        untouched = all(
+            chat.server(name).generation == generation and chat.server(name).state is not ServerState.ERROR
+            for name, generation in chat_generations.items()
+        )
+        walk.check(untouched, "chat-1 untouched: same states and generations")
+
+    async def destroy(self, chat: Session) -> None:
+        walk = self.walk
+        walk.step("Destroy: hooks first, then every process reclaimed before it returns (R-KILL-3, R-KILL-4)")
+        before = await self.processes()
+        walk.table(self.host)
+        started = time.monotonic()
+        await self.host.destroy_session(chat.id)
+        elapsed = time.monotonic() - started
+        after = await self.processes()
+        hook = [count for session_id, count in self.destroy_log if session_id == chat.id]
+        walk.check(
+            hook == [before.total],
+            f"the before_destroy hook ran first, while chat-1's {before.total} processes were still up",
+        )
+        walk.check(
+            after.total == 0 and chat.closed,
+            f'destroy_session("chat-1") returned in {elapsed:.2f} s with {after.total} processes left',
+        )
+        await self.host.destroy_session(chat.id)
+        walk.check(not self.host.sessions(), "destroying it again is a no-op (idempotent); no live sessions")
+
+
+async def _walkthrough(walk: _Walkthrough, run: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="wave-actors-demo-") as directory:
+        home = os.path.join(directory, "home")
+        workdir = os.path.join(directory, "project")
+        os.mkdir(home)
+        os.mkdir(workdir)
+        demo: _Demo | None = None
+
+        async def hook(session: Session) -> None:
+            if demo is not None:
+                await demo.before_destroy(session)
+
+        async with Host.open(home=home, before_destroy=[hook]) as host:
+            demo = _Demo(walk, host, run)
+            chat, slow = await demo.create(workdir)
+            await demo.first_turn(chat)
+            await demo.calls(chat)
+            await demo.manual_disconnect(chat)
+            await demo.crash(chat)
+            await demo.destroy_mid_dial(chat, slow)
+            await demo.destroy(chat)
+
+
+def _intro(walk: _Walkthrough) -> None:
+    walk.show(
+        "wave-actors demo: one Host, two sessions, servers given by the host (no configuration read)\n"
+        f"  echo       bundled fault server (stdlib only), init delay {ECHO_INIT_DELAY:.1f} s\n"
+        f"  notes      bundled fault server, init delay {NOTES_INIT_DELAY:.1f} s, spawns a setsid grandchild\n"
+        "  reference  the MCP SDK's reference server (MCPServer over stdio)\n"
+        f"  slow       bundled fault server, init delay {SLOW_INIT_DELAY:.1f} s (session chat-2)"
+    )
+
+
+def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
+    """Run the walkthrough, print it, and return the exit code.
+
+    :param out: where the walkthrough is printed.
+    :param as_json: print one JSON document (steps, checks, processes left) instead.
+    :returns: 0 when every check held and no process is left, 1 otherwise.
+    """
+    run = uuid.uuid4().hex
+    walk = _Walkthrough(out, as_json, _marks(out))
+    _intro(walk)
+    started = time.monotonic()
+    error: str | None = None
+    try:
+        run_unwrapped(_bounded, walk, run)
+    except (WaveActorsError, trio.TooSlowError) as caught:
+        error = one_line(f"{type(caught).__name__}: {caught}")
+    elapsed = time.monotonic() - started
+    if not walk.steps:
+        walk.step("Start")
+    if error is not None:
+        walk.check(False, f"the walkthrough stopped: {error}")
+    walk.step("Processes left after the host closed")
+    left = count_processes(run)
+    walk.check(
+        left.total == 0,
+        f"psutil: {len(left.descendants)} descendants of pid {os.getpid()}, "
+        f"{len(left.tagged)} re-parented processes tagged {FAMILY_VARIABLE} by this run",
+    )
+    failed = walk.failed
+    total = sum(len(step.checks) for step in walk.steps)
+    if as_json:
+        out.write(
+            json.dumps(
+                {
+                    "ok": not failed,
+                    "seconds": round(elapsed, 3),
+                    "processes_left": left.total,
+                    "steps": [
+                        {
+                            "number": step.number,
+                            "title": step.title,
+                            "checks": [{"ok": check.ok, "text": check.text} for check in step.checks],
+                        }
+                        for step in walk.steps
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+    else:
+        verdict = "all checks passed" if not failed else f"{len(failed)} of {total} checks FAILED"
+        out.write(f"\n{total - len(failed)}/{total} checks, {verdict} in {elapsed:.1f} s; {left.total} processes left\n")
+    return EXIT_OK if not failed else EXIT_FAILURE
+
+
+async def _bounded(walk: _Walkthrough, run: str) -> None:
+    with trio.fail_after(_DEMO_TIME_LIMIT):
+        await _walkthrough(walk, run)
+
