@@ -1,0 +1,56 @@
+"""The README's embedding example is real: extract its python block and run it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_readme_has_one_python_example_using_the_public_api() -> None:
+    [example] = python_blocks(README.read_text(encoding="utf-8"))
+
+    for name in (
+        "Host.open",
+        "create_session",
+        "prepare_turn",
+        "tool_declarations(LoadMode.FULL)",
+        "call_tool",
+        "disconnect",
+        "connect",
+        "watch()",
+        "destroy_session",
+        "open_session",
+    ):
+        assert name in example, name
+
+
+def test_readme_example_runs(tmp_path: Path) -> None:
+    [example] = python_blocks(README.read_text(encoding="utf-8"))
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    environment = {**os.environ, "HOME": str(tmp_path)}  # ~/.wave is empty: the example's servers only
+
+    completed = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=45, check=False
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    for session in ("chat-1", "chat-2"):
+        assert f"{session}: echo is disconnected" in lines
+        assert f"{session}: hello from {session}" in lines
+        assert f"{session}: back again" in lines
+        assert f"{session}: transcript saved" in lines
+        assert any(line.startswith(f"{session}: UnknownTool:") and "disconnected" in line for line in lines)
+        assert any(line.startswith(f"{session} v") and "echo=connected" in line for line in lines)
+    assert "single: one session" in lines
+    assert completed.stderr == ""
