@@ -1,0 +1,248 @@
+"""Helpers for the fault-injection matrix: fast options, process finders, state waits, an HTTP server on a fixed port.
+
+``tests/runtime`` is not on ``sys.path`` here, so the few bits of
+``runtime_support`` the matrix needs are repeated (``FAST``-like options,
+:func:`server_processes`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import psutil
+import trio
+
+from supervisors import Backoff, RestartIntensity
+from wave_actors import Graces, ServerState, ServerStatus, SessionOptions, SessionSnapshot, TransportOptions
+from wave_actors.session import Session
+from wave_actors.testing import FAULT_SERVER_PATH, REFERENCE_SERVER_PATH, entry_command, fault_server_entry
+
+# Short graces and backoffs: failures show fast, a crash loop gives up in well under a second.
+FAST: Final = SessionOptions(
+    dial_timeout=10.0,
+    transport=TransportOptions(graces=Graces(eof=0.3, term=0.3, kill=1.0), ping_interval=0.2, ping_timeout=1.0),
+    reconnect_backoff=Backoff(initial=0.05, multiplier=2.0, maximum=0.2, jitter=0.0, reset_after=5.0),
+    reconnect_intensity=RestartIntensity(max_restarts=3, period=30.0),
+    seed=7,
+)
+
+# For faults that hang the handshake: the dial gives up after this. The healthy servers dialed next to
+# them must still make it on a loaded 2-core machine.
+HANG_DIAL_TIMEOUT: Final = 1.5
+HANGING: Final = attrs.evolve(FAST, dial_timeout=HANG_DIAL_TIMEOUT)
+
+# Tells the matrix's servers apart in ``ps``: the value of ``--instructions``.
+FAULTY_MARK: Final = "fault-matrix-faulty"
+HEALTHY_MARK: Final = "fault-matrix-healthy"
+
+# The long-lived program the fault server's grandchildren run (see fault_server.py).
+_GRANDCHILD_SIGNATURE: Final = "signal.pause()"
+_MARK_VARIABLE: Final = "WAVE_ACTORS_TEST_MARK"
+
+
+def server_processes(marker: str | None = None) -> list[psutil.Process]:
+    """Live fault servers started by this test process (only those whose argv has ``marker``, if given)."""
+    found: list[psutil.Process] = []
+    for child in psutil.Process(os.getpid()).children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = child.cmdline()
+        except psutil.Error:
+            continue
+        if str(FAULT_SERVER_PATH) in cmdline and (marker is None or marker in cmdline):
+            found.append(child)
+    return found
+
+
+def grandchild_processes() -> list[psutil.Process]:
+    """Live fault-server grandchildren of this test run, re-parented (``setsid``) ones included.
+
+    Found by the suite's environment mark (tests/conftest.py), which every
+    process the suite starts inherits, so a grandchild that left our process
+    tree is still found.
+    """
+    mark = os.environ.get(_MARK_VARIABLE)
+    found: list[psutil.Process] = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid == os.getpid() or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if _GRANDCHILD_SIGNATURE not in " ".join(process.cmdline()):
+                continue
+            if mark is not None and process.environ().get(_MARK_VARIABLE) != mark:
+                continue
+        except psutil.Error:
+            continue
+        found.append(process)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def kill(pid: int) -> None:
+    """SIGKILL ``pid`` at once: a crash the server cannot see coming."""
+    os.kill(pid, signal.SIGKILL)
+
+
+async def wait_until(
+    session: Session, predicate: Callable[[SessionSnapshot], bool], *, timeout: float = 10.0
+) -> SessionSnapshot:
+    """The first snapshot of ``session`` for which ``predicate`` holds; fails after ``timeout`` seconds."""
+    with trio.fail_after(timeout):
+        async for snapshot in session.watch():
+            if predicate(snapshot):
+                return snapshot
+    raise AssertionError(f"session {session.id} closed while waiting")
+
+
+async def wait_state(session: Session, name: str, *states: ServerState, timeout: float = 10.0) -> ServerStatus:
+    """``name``'s status once it is in one of ``states``."""
+    snapshot = await wait_until(session, lambda snapshot: snapshot.server(name).state in states, timeout=timeout)
+    return snapshot.server(name)
+
+
+async def assert_stays(
+    session: Session, name: str, predicate: Callable[[ServerStatus], bool], *, duration: float
+) -> None:
+    """Watch ``name`` for ``duration`` seconds and fail on the first status that breaks ``predicate``."""
+    with trio.move_on_after(duration):
+        async for snapshot in session.watch():
+            status = snapshot.server(name)
+            assert predicate(status), f"{name!r} changed to {status.state.value}: {status.error}"
+
+
+# An HTTP reference server that can be killed and started again at the same URL.
+# serve_reference_server() lets the OS pick a fresh port on every start, so a
+# "restart" there would be a different URL; this one binds a port chosen up front.
+
+_HTTP_PROGRAM: Final = """\
+import socket, sys
+sys.path.insert(0, sys.argv[2])
+import uvicorn
+from reference_server import build_server
+port = int(sys.argv[1])
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("127.0.0.1", port))
+sock.listen(128)
+app = build_server().streamable_http_app()
+uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)).run(sockets=[sock])
+"""
+
+_HTTP_START_TIMEOUT: Final = 20.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@attrs.define(eq=False)
+class FixedPortServer:
+    """The SDK's reference server over streamable HTTP on a fixed port; :meth:`kill` and :meth:`start` at will."""
+
+    port: int
+    process: trio.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    async def start(self) -> None:
+        """Start the server and return once it accepts connections."""
+        assert self.process is None or self.process.returncode is not None, "already running"
+        self.process = await trio.lowlevel.open_process(
+            [sys.executable, "-c", _HTTP_PROGRAM, str(self.port), str(REFERENCE_SERVER_PATH.parent)],
+            stdin=subprocess.DEVNULL,
+        )
+        with trio.fail_after(_HTTP_START_TIMEOUT):
+            while True:
+                if self.process.returncode is not None:
+                    raise RuntimeError(f"HTTP reference server on port {self.port} exited with {self.process.returncode}")
+                try:
+                    stream = await trio.open_tcp_stream("127.0.0.1", self.port)
+                except OSError:
+                    await trio.sleep(0.05)
+                    continue
+                await stream.aclose()
+                return
+
+    async def kill(self) -> None:
+        """SIGKILL the server (no goodbye to its clients) and reap it."""
+        process = self.process
+        if process is not None and process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await process.wait()
+
+
+@asynccontextmanager
+async def fixed_port_server() -> AsyncGenerator[FixedPortServer, None]:
+    """A started :class:`FixedPortServer`, killed on exit whatever happened."""
+    server = FixedPortServer(free_port())
+    try:
+        await server.start()
+        yield server
+    finally:
+        await server.kill()
+
+
+def reference_server_pids() -> list[int]:
+    """Pids of the HTTP reference servers this test process runs."""
+    pids: list[int] = []
+    for child in psutil.Process(os.getpid()).children(recursive=True):
+        try:
+            cmdline = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "reference_server" in cmdline and child.status() != psutil.STATUS_ZOMBIE:
+            pids.append(child.pid)
+    return pids
+
+
+def gated_entry(directory: Path, gate: Path, *, normal: dict[str, Any], gated: dict[str, Any]) -> dict[str, object]:
+    """A stdio entry running the fault server with ``normal`` keywords, plus ``gated`` ones while ``gate`` exists.
+
+    The switch is read at every start, so a test can let the first dial succeed
+    and make the reconnect misbehave (or the other way round). The wrapper
+    ``exec``s the fault server, so the pid the session sees is the server's.
+    """
+    base = entry_command(fault_server_entry(**normal))[1:]
+    extra_flags = entry_command(fault_server_entry(**gated))[4:]  # drop python, "-I", "-S", the script path
+    wrapper = directory / f"gate-{gate.name}.py"
+    wrapper.write_text(
+        "import os, sys\n"
+        f"argv = [sys.executable, *{base!r}]\n"
+        f"if os.path.exists({str(gate)!r}):\n"
+        f"    argv += {extra_flags!r}\n"
+        "os.execv(sys.executable, argv)\n"
+    )
+    return {"type": "stdio", "command": sys.executable, "args": ["-I", "-S", str(wrapper)]}
+
+
+async def until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Wait until ``predicate()`` holds, polling; for conditions that are no session state (processes)."""
+    with trio.move_on_after(timeout):
+        while not predicate():
+            await trio.sleep(0.02)
+        return
+    raise AssertionError(f"not within {timeout:g} s: {what}")
