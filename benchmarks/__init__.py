@@ -1,0 +1,35 @@
+"""Benchmarks for wave-actors (issue 5): overhead, dial concurrency, idle cost, race storms, reclamation.
+
+Run them all with ``python -m benchmarks`` (what ``make bench`` does; about
+seven minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a
+smoke run well under a minute). Each scenario also runs alone::
+
+    python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
+    python -m benchmarks.dial
+    python -m benchmarks.idle_scale
+    python -m benchmarks.race_storm [--duration SECONDS]
+    python -m benchmarks.reclaim_latency
+    python -m benchmarks.reference
+
+Every scenario prints its tables, writes ``benchmarks/results/<scenario>.json``
+(raw samples included) and shows a one-line progress display on stderr.
+Numbers are medians of repeated runs; a comparison is always a ratio of two
+sides measured in the same run, interleaved, so that load from other
+processes on the machine falls on both sides alike.
+
+Every process a benchmark starts inherits :data:`benchmarks.processes.RUN_VARIABLE`
+from the benchmark's environment, so whatever a scenario leaves behind can be
+attributed to this run (and only to it) and killed at the end.
+"""
+
+from __future__ import annotations
+
+SCENARIOS: tuple[str, ...] = (
+    "call_overhead",
+    "dial",
+    "idle_scale",
+    "race_storm",
+    "reclaim_latency",
+    "reference",
+)
+"""Scenario modules, in the order ``python -m benchmarks`` runs them."""

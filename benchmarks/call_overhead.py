@@ -1,0 +1,296 @@
+"""call_overhead: ``Session.call_tool`` against a bare SDK ``ClientSession.call_tool``, side by side.
+
+Both sides talk to the same kind of server -- the stdlib fault server,
+``echo`` tool -- over stdio, at the same time, in the same process. The bare
+side is what a host writes without this library: ``stdio_client`` +
+``ClientSession``. Each round runs a sequential batch and a concurrent batch
+(``--concurrency`` tasks sharing the calls) on each side, alternating which
+side goes first; the ratio is taken per round and its median reported.
+
+If a ratio is above the target (or with ``--profile always``) the sequential
+batch of each side is run again under cProfile, and the functions that cost
+the library side more than the bare side are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
+from benchmarks.scenario import Option, Outcome, main
+from wave_actors import load_config, open_session
+from wave_actors.testing import entry_command, fault_server_entry
+from wave_actors.transport import open_connection
+
+NAME = "call_overhead"
+TARGET = 1.05
+
+OPTIONS = (
+    Option("calls", int, 1000, 200, "calls per batch"),
+    Option("warmup", int, 200, 50, "calls per side before measuring"),
+    Option("rounds", int, 7, 3, "rounds (each: one sequential and one concurrent batch per side)"),
+    Option("concurrency", int, 10, 10, "tasks in the concurrent batch"),
+    Option("profile", str, "auto", "auto", "cProfile both sides: auto (if a ratio misses the target), always, never"),
+    Option("profile_calls", int, 2000, 300, "calls per side under cProfile"),
+)
+
+Call = Callable[[], Awaitable[object]]
+
+
+async def _sequential(call: Call, count: int) -> tuple[list[float], float]:
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for _ in range(count):
+        before = time.perf_counter_ns()
+        await call()
+        latencies.append((time.perf_counter_ns() - before) / 1e3)
+    return latencies, time.perf_counter() - started
+
+
+async def _concurrent(call: Call, count: int, tasks: int) -> tuple[list[float], float]:
+    latencies: list[float] = []
+
+    async def worker(share: int) -> None:
+        for _ in range(share):
+            before = time.perf_counter_ns()
+            await call()
+            latencies.append((time.perf_counter_ns() - before) / 1e3)
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for index in range(tasks):
+            nursery.start_soon(worker, count // tasks + (1 if index < count % tasks else 0))
+    return latencies, time.perf_counter() - started
+
+
+def _profile_rows(profile: cProfile.Profile, calls: int) -> dict[tuple[str, int, str], tuple[float, float]]:
+    """``(file, line, function) -> (tottime µs per call, cumtime µs per call)``."""
+    stats = pstats.Stats(profile)
+    rows: dict[tuple[str, int, str], tuple[float, float]] = {}
+    for (filename, line, function), (_, _, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows[(filename, line, function)] = (tottime / calls * 1e6, cumtime / calls * 1e6)
+    return rows
+
+
+def _short(location: tuple[str, int, str]) -> str:
+    filename, line, function = location
+    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+        if marker in filename:
+            filename = filename.split(marker, 1)[1]
+            break
+    return f"{function} ({filename}:{line})" if line else function
+
+
+async def _profile(ours: Call, bare: Call, calls: int, progress: Progress) -> tuple[list[Table], dict[str, Any]]:
+    """Profile ``calls`` sequential calls on each side; tables of where the library side spends more."""
+    results: dict[str, tuple[cProfile.Profile, float]] = {}
+    for side, call in (("bare", bare), ("ours", ours)):
+        progress.update("profiling", side)
+        profile = cProfile.Profile()
+        started = time.perf_counter()
+        profile.enable()
+        for _ in range(calls):
+            await call()
+        profile.disable()
+        results[side] = (profile, time.perf_counter() - started)
+    ours_rows = _profile_rows(results["ours"][0], calls)
+    bare_rows = _profile_rows(results["bare"][0], calls)
+    ours_total = sum(tottime for tottime, _ in ours_rows.values())
+    bare_total = sum(tottime for tottime, _ in bare_rows.values())
+
+    summary = Table(
+        f"call_overhead: cProfile, {calls} sequential calls per side (profiled CPU in this process)",
+        ["side", "wall µs/call", "profiled CPU µs/call"],
+    )
+    summary.add("bare SDK", results["bare"][1] / calls * 1e6, bare_total)
+    summary.add("wave-actors", results["ours"][1] / calls * 1e6, ours_total)
+
+    extra = Table(
+        "call_overhead: functions costing the library side more (tottime µs/call, ours - bare)",
+        ["function", "ours tottime", "bare tottime", "extra", "ours cumtime"],
+    )
+    deltas = sorted(
+        ((ours_rows[key][0] - bare_rows.get(key, (0.0, 0.0))[0], key) for key in ours_rows),
+        reverse=True,
+    )
+    for delta, key in deltas[:15]:
+        extra.add(_short(key), ours_rows[key][0], bare_rows.get(key, (0.0, 0.0))[0], delta, ours_rows[key][1])
+
+    library = Table(
+        "call_overhead: wave_actors frames on the call path (cumtime µs/call, includes what they call)",
+        ["function", "cumtime", "tottime"],
+    )
+    own = sorted(
+        ((values[1], key) for key, values in ours_rows.items() if "wave_actors/" in key[0]), reverse=True
+    )
+    for cumtime, key in own[:12]:
+        library.add(_short(key), cumtime, ours_rows[key][0])
+    data = {
+        "calls": calls,
+        "profiled_cpu_us_per_call": {"ours": ours_total, "bare": bare_total},
+        "top_extra": [{"function": _short(key), "extra_us_per_call": delta} for delta, key in deltas[:30]],
+    }
+    return [summary, extra, library], data
+
+
+async def _layers(
+    sides: dict[str, Call], calls: int, rounds: int, tasks: int, progress: Progress
+) -> tuple[Table, dict[str, dict[str, list[float]]]]:
+    """Per-call time of each layer of the call path, sequential and concurrent, interleaved round by round."""
+    samples: dict[str, dict[str, list[float]]] = {layer: {"sequential": [], "concurrent": []} for layer in sides}
+    names = list(sides)
+    for round_index in range(rounds):
+        order = names if round_index % 2 == 0 else names[::-1]
+        for layer in order:
+            progress.update("layers", f"round {round_index + 1}/{rounds} {layer}")
+            latencies, _ = await _sequential(sides[layer], calls)
+            samples[layer]["sequential"].append(median(latencies))
+            _, wall = await _concurrent(sides[layer], calls, tasks)
+            samples[layer]["concurrent"].append(wall / calls * 1e6)
+    base = {mode: median(samples[names[0]][mode]) for mode in ("sequential", "concurrent")}
+    table = Table(
+        f"call_overhead: the call path layer by layer ({calls} calls, {rounds} rounds, no profiler)",
+        ["layer", "seq median µs", "seq ratio", f"x{tasks} wall µs/call", f"x{tasks} ratio"],
+    )
+    for layer in names:
+        sequential = median(samples[layer]["sequential"])
+        concurrent = median(samples[layer]["concurrent"])
+        table.add(
+            layer, sequential, ratio(sequential, base["sequential"]), concurrent, ratio(concurrent, base["concurrent"])
+        )
+    table.notes.append("each layer adds one wrapper to the previous row; ratios against the first row.")
+    return table, samples
+
+
+async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    entry = fault_server_entry()
+    command = entry_command(entry)
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    calls, rounds, tasks = arguments.calls, arguments.rounds, arguments.concurrency
+    samples: dict[str, dict[str, list[dict[str, float]]]] = {
+        side: {"sequential": [], "concurrent": []} for side in ("ours", "bare")
+    }
+    outcome = Outcome()
+    with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory, open(os.devnull, "w") as devnull:
+        workdir = Path(directory)
+        async with AsyncExitStack() as stack:
+            progress.update("connecting", "both sides")
+            session = await stack.enter_async_context(
+                open_session(workdir=workdir, home=workdir / "home", mcp_servers={"f": entry})
+            )
+            await session.prepare_turn()
+            read, write = await stack.enter_async_context(stdio_client(parameters, errlog=devnull))
+            client = await stack.enter_async_context(ClientSession(read, write))
+            await client.initialize()
+            arguments_ = {"text": "hello"}
+
+            def ours() -> Awaitable[object]:
+                return session.call_tool("mcp__f__echo", arguments_)
+
+            def bare() -> Awaitable[object]:
+                return client.call_tool("echo", arguments_)
+
+            sides: dict[str, Call] = {"ours": ours, "bare": bare}
+            for side, call in sides.items():
+                progress.update("warm-up", side)
+                await _sequential(call, arguments.warmup)
+                await _concurrent(call, arguments.warmup, tasks)
+            for round_index in range(rounds):
+                order = ("bare", "ours") if round_index % 2 == 0 else ("ours", "bare")
+                for mode in ("sequential", "concurrent"):
+                    for side in order:
+                        progress.update("measuring", f"round {round_index + 1}/{rounds} {mode} {side}")
+                        if mode == "sequential":
+                            latencies, wall = await _sequential(sides[side], calls)
+                        else:
+                            latencies, wall = await _concurrent(sides[side], calls, tasks)
+                        samples[side][mode].append(
+                            {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
+                        )
+
+            table = Table(
+                f"call_overhead: echo over stdio, {calls} calls per batch, {rounds} rounds "
+                f"(medians over rounds; ratio = ours / bare, per round, then median)",
+                ["mode", "side", "median latency µs", "calls/s", "latency ratio", "time/call ratio"],
+            )
+            ratios: dict[str, tuple[float, float]] = {}
+            for mode in ("sequential", "concurrent"):
+                latency_ratios = [
+                    ratio(o["median_us"], b["median_us"])
+                    for o, b in zip(samples["ours"][mode], samples["bare"][mode], strict=True)
+                ]
+                time_ratios = [
+                    ratio(b["calls_per_s"], o["calls_per_s"])
+                    for o, b in zip(samples["ours"][mode], samples["bare"][mode], strict=True)
+                ]
+                ratios[mode] = (median(latency_ratios), median(time_ratios))
+                label = mode if mode == "sequential" else f"concurrent x{tasks}"
+                for side, shown in (("bare", "bare SDK"), ("ours", "wave-actors")):
+                    rows = samples[side][mode]
+                    table.add(
+                        label,
+                        shown,
+                        median(row["median_us"] for row in rows),
+                        median(row["calls_per_s"] for row in rows),
+                        ratios[mode][0] if side == "ours" else 1.0,
+                        ratios[mode][1] if side == "ours" else 1.0,
+                    )
+            table.notes.append(
+                "latency ratio: per-call median latency; time/call ratio: batch wall time per call "
+                "(= bare calls/s / ours calls/s). Target <= 1.05."
+            )
+            outcome.tables.append(table)
+            outcome.headlines += [
+                at_most("sequential latency ratio (ours/bare)", ratios["sequential"][0], TARGET),
+                at_most(f"concurrent x{tasks} time/call ratio (ours/bare)", ratios["concurrent"][1], TARGET),
+                Headline("sequential calls/s (ours)", median(r["calls_per_s"] for r in samples["ours"]["sequential"])),
+            ]
+            outcome.data["samples"] = samples
+            outcome.data["ratios"] = {mode: {"latency": lat, "time_per_call": tpc} for mode, (lat, tpc) in ratios.items()}
+            missed = any(value > TARGET for pair in ratios.values() for value in pair)
+            if arguments.profile == "always" or (arguments.profile == "auto" and missed):
+                # Diagnosis: the same call through each layer, then cProfile of both sides.
+                config = load_config(workdir, home=workdir / "home", constructor={"f": entry}).servers["f"]
+                connection = await stack.enter_async_context(open_connection(config))
+
+                def sdk_with_timeout() -> Awaitable[object]:
+                    return client.call_tool("echo", arguments_, read_timeout_seconds=30.0)
+
+                def our_transport() -> Awaitable[object]:
+                    return connection.session.call_tool("echo", arguments_)
+
+                def our_connection() -> Awaitable[object]:
+                    return connection.call_tool("echo", arguments_, timeout=30.0)
+
+                layers = {
+                    "bare SDK (stdio_client + ClientSession)": bare,
+                    "bare SDK + read_timeout_seconds": sdk_with_timeout,
+                    "our stdio transport + SDK ClientSession": our_transport,
+                    "+ Connection.call_tool (timeout, error mapping)": our_connection,
+                    "+ Session.call_tool (resolve name, actor)": ours,
+                }
+                layer_table, layer_samples = await _layers(layers, calls, max(3, rounds), tasks, progress)
+                outcome.tables.append(layer_table)
+                tables, profile_data = await _profile(ours, bare, arguments.profile_calls, progress)
+                outcome.tables += tables
+                outcome.data["profile"] = profile_data | {"layers_median_us": layer_samples}
+    return outcome
+
+
+if __name__ == "__main__":
+    main(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run)

@@ -1,0 +1,148 @@
+"""dial: ``prepare_turn`` wall time with 1, 5 and 20 servers, against the slowest single dial (R-DIAL-2).
+
+``prepare_turn`` dials every due server concurrently, so its wall time should
+track the slowest dial, not the sum. Measured twice: servers that answer
+``initialize`` at once (spawning 20 Python processes is then CPU-bound on a
+small machine, and no scheduler can hide that) and servers that wait 0.5 s
+first (a network-like wait, which concurrency can hide).
+
+Per repeat, the session sizes run back to back (order alternating), each
+also dialed the bare SDK way (one task per server: ``stdio_client`` +
+``ClientSession.initialize`` + ``list_tools``, all in one nursery) so that
+the cost of spawning N processes at once on this machine is visible next to
+the library's number. Ratios are taken within a repeat, then the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import trio
+
+from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
+from benchmarks.scenario import Option, Outcome, main
+from wave_actors import Host, ServerState
+from wave_actors.testing import entry_command, fault_server_entry
+
+NAME = "dial"
+TARGET = 1.2
+
+OPTIONS = (
+    Option("sizes", str, "1,5,20", "1,5,20", "servers per session, comma-separated (the first is the baseline)"),
+    Option("delays", str, "0,0.5", "0,0.5", "init_delay values, comma-separated"),
+    Option("repeats", int, 7, 1, "repeats per size and delay"),
+)
+
+
+def _entries(count: int, delay: float) -> dict[str, dict[str, object]]:
+    run = uuid.uuid4().hex[:8]
+    return {
+        f"s{index}": fault_server_entry(init_delay=delay or None, instructions=f"dial-{run}-{index}")
+        for index in range(count)
+    }
+
+
+async def _ours(host: Host, workdir: Path, count: int, delay: float) -> float:
+    session = await host.create_session(workdir, _entries(count, delay))
+    try:
+        started = time.perf_counter()
+        await session.prepare_turn()
+        elapsed = time.perf_counter() - started
+        states = {status.state for status in session.servers()}
+        if states != {ServerState.CONNECTED}:
+            raise RuntimeError(f"prepare_turn left states {states}: {[s.error for s in session.servers()]}")
+        return elapsed
+    finally:
+        await host.destroy_session(session.id)
+
+
+async def _bare(count: int, delay: float, devnull: object) -> float:
+    """N concurrent dials the SDK way; the time until the last one has listed its tools."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    release = trio.Event()
+    remaining = count
+    all_up = trio.Event()
+    finished_at = 0.0
+
+    async def dial(entry: dict[str, object]) -> None:
+        nonlocal remaining, finished_at
+        command = entry_command(entry)
+        parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+        async with stdio_client(parameters, errlog=devnull) as (read, write):  # type: ignore[arg-type]
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                await client.list_tools()
+                remaining -= 1
+                if remaining == 0:
+                    finished_at = time.perf_counter()
+                    all_up.set()
+                await release.wait()
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for entry in _entries(count, delay).values():
+            nursery.start_soon(dial, entry)
+        await all_up.wait()
+        release.set()
+    return finished_at - started
+
+
+async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    delays = [float(delay) for delay in arguments.delays.split(",")]
+    repeats: int = arguments.repeats
+    samples: dict[str, dict[str, dict[int, list[float]]]] = {}
+    outcome = Outcome()
+    table = Table(
+        f"dial: prepare_turn wall time (median of {repeats} repeats; ratios per repeat, then median)",
+        ["init_delay s", "servers", "prepare_turn s", "bare SDK s", "vs 1 server", "vs bare SDK"],
+    )
+    with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory, open(os.devnull, "w") as devnull:
+        workdir = Path(directory)
+        async with Host.open(home=workdir / "home") as host:
+            # Warm caches (interpreter, page cache) so the first measured dial is not the slowest.
+            await _ours(host, workdir, 2, 0.0)
+            await _bare(2, 0.0, devnull)
+            for delay in delays:
+                key = f"{delay:g}"
+                samples[key] = {"ours": {n: [] for n in sizes}, "bare": {n: [] for n in sizes}}
+                for repeat in range(repeats):
+                    order = sizes if repeat % 2 == 0 else sizes[::-1]
+                    for count in order:
+                        progress.update("dialing", f"init_delay={key} repeat {repeat + 1}/{repeats} n={count}")
+                        samples[key]["ours"][count].append(await _ours(host, workdir, count, delay))
+                        samples[key]["bare"][count].append(await _bare(count, delay, devnull))
+                ours, bare = samples[key]["ours"], samples[key]["bare"]
+                baseline = sizes[0]
+                for count in sizes:
+                    versus_single = median(ratio(o, s) for o, s in zip(ours[count], ours[baseline], strict=True))
+                    versus_bare = median(ratio(o, b) for o, b in zip(ours[count], bare[count], strict=True))
+                    table.add(delay, count, median(ours[count]), median(bare[count]), versus_single, versus_bare)
+                    if count == sizes[-1] and count != baseline:
+                        outcome.headlines.append(
+                            at_most(f"prepare_turn {count} servers / 1 server, init_delay={key}", versus_single, TARGET)
+                        )
+                        outcome.headlines.append(
+                            Headline(f"prepare_turn {count} servers / bare SDK {count}, init_delay={key}", versus_bare)
+                        )
+    table.notes += [
+        "vs 1 server: prepare_turn(N) / prepare_turn(1) in the same repeat; the single dial is the slowest",
+        "single dial when all servers are alike. Target <= 1.2 at the largest N.",
+        "bare SDK: N concurrent stdio_client + initialize + list_tools tasks, what a host gets without the library.",
+        f"{os.cpu_count()} CPUs: with init_delay=0 each dial is CPU work (spawning python), so N dials cost ~N/cpus.",
+    ]
+    outcome.tables.append(table)
+    outcome.data["samples_s"] = samples
+    return outcome
+
+
+if __name__ == "__main__":
+    main(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run)
