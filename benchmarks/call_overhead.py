@@ -40,7 +40,7 @@ TARGET = 1.05
 OPTIONS = (
     Option("calls", int, 1000, 200, "calls per batch"),
     Option("warmup", int, 200, 50, "calls per side before measuring"),
-    Option("rounds", int, 7, 3, "rounds (each: one sequential and one concurrent batch per side)"),
+    Option("rounds", int, 11, 3, "rounds (each: one sequential and one concurrent batch per side)"),
     Option("concurrency", int, 10, 10, "tasks in the concurrent batch"),
     Option("profile", str, "auto", "auto", "cProfile both sides: auto (if a ratio misses the target), always, never"),
     Option("profile_calls", int, 2000, 300, "calls per side under cProfile"),

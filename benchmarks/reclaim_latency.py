@@ -19,6 +19,7 @@ Graces are the library defaults unless ``--graces`` says otherwise.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -184,20 +185,29 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                     results.append(await _one_run(host, workdir, case))
                 outcome.data["cases"][case.label] = results
                 gone = [result["gone_s"] * 1000 for result in results]
+                finished = [value for value in gone if not math.isnan(value)]
                 returned = [result["returned_s"] * 1000 for result in results]
                 alive = int(sum(result["alive_at_return"] for result in results))
                 table.add(
                     case.label,
                     runs,
                     int(median(result["family"] for result in results)),
-                    median(gone),
-                    percentile(gone, 0.99),
-                    max(gone),
+                    median(finished) if len(finished) == len(gone) else math.nan,
+                    percentile(finished, 0.99) if len(finished) == len(gone) else math.nan,
+                    max(finished) if len(finished) == len(gone) else math.nan,
                     median(returned),
                     alive,
                 )
-                outcome.headlines.append(Headline(f"p50 {case.label}", median(gone), "ms"))
+                outcome.headlines.append(
+                    Headline(f"p50 {case.label}", median(finished) if len(finished) == len(gone) else math.nan, "ms")
+                )
                 alive_at_return += alive
+                never = sum(1 for value in gone if math.isnan(value))
+                if never:
+                    table.notes.append(
+                        f"{case.label}: in {never} run(s) family members were still alive 30 s after destroy "
+                        "returned (times shown as '-'; killed by the benchmark)"
+                    )
     table.notes += [
         "processes: per run (servers + grandchildren), found by an env mark on the entries.",
         "N sessions at once: every destroy_session starts together; times run until the last family is gone.",
