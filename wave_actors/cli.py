@@ -522,17 +522,6 @@ class _LogFormatter(logging.Formatter):
         return f"{_PROGRAM}: {record.levelname.lower()}: {one_line(record.getMessage())}"
 
 
-def _expected_loss(record: logging.LogRecord) -> bool:
-    """Keep a record unless it is the runtime logging an ordinary connection loss as unexpected.
-
-    The actor's transport task ends a lost connection by raising its
-    ``ConnectionLost``, which its own catch-all reports with a traceback;
-    the loss itself is already reported (state, error, failed calls).
-    """
-    error = record.exc_info[1] if record.exc_info else None
-    return type(error).__name__ != "ConnectionLost"
-
-
 def _configure_logging() -> None:
     """Library warnings go to stderr, one line each.
 
@@ -542,7 +531,6 @@ def _configure_logging() -> None:
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LogFormatter())
-    handler.addFilter(_expected_loss)
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)

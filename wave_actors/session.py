@@ -177,6 +177,9 @@ class Session:
         statuses: list[ServerStatus] = []
         for actor in actors:
             state, config = actor.state, actor.config
+            if self._closed and state.state is not ServerState.DISABLED:
+                # Closed: whatever the actors last said, nothing is connected any more.
+                state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
             overrides = config.tool_overrides
             tools = tuple(
                 ToolInfo(

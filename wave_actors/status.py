@@ -57,7 +57,8 @@ class ToolInfo:
     :param server: the server's name.
     :param tool: the tool's raw name on that server.
     :param description: the server's description of it.
-    :param input_schema: its input schema, sanitized (R-TOOL-2).
+    :param input_schema: its input schema as the server sent it; declarations
+        carry the sanitized form (R-TOOL-2).
     :param read_only: the tool's ``readOnlyHint``, or the entry's
         ``tool_overrides`` when set (R-TOOL-7, R-TOOL-8).
     """

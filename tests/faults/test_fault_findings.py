@@ -1,8 +1,9 @@
-"""Library bugs the fault matrix found, one test each, skipped until fixed.
+"""Regressions the fault matrix found, one test each, kept apart from the matrix.
 
-Each test states the correct behaviour; drop its ``skip`` once the library is
-fixed. They are kept out of the matrix so that the matrix itself stays green
-and every other cell keeps guarding.
+1. An ordinary connection loss (a crash, an SSE drop) is handled by
+   reconnecting, and is never logged as an error of the library itself.
+2. The error of a server whose connection was lost names the server, like
+   every other error.
 """
 
 from __future__ import annotations
@@ -18,11 +19,6 @@ from wave_actors import ServerState, ServerUnavailable, open_session
 from wave_actors.testing import fault_server_entry
 
 
-@pytest.mark.skip(
-    reason="library bug: ServerActor._transport (wave_actors/actor/actor.py) raises ConnectionLost inside its "
-    "try block, where the `except Exception` meant for our own bugs catches it and logs ERROR 'unexpected error "
-    "in transport generation N' with a traceback on every ordinary loss of a stdio or SSE connection"
-)
 async def test_an_ordinary_connection_loss_is_not_logged_as_our_bug(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -44,13 +40,6 @@ async def test_an_ordinary_connection_loss_is_not_logged_as_our_bug(
     assert errors == []
 
 
-@pytest.mark.skip(
-    reason="library bug (minor): the error of a server whose stdio connection was lost is the bare transport "
-    "reason ('process exited with code 5'), without the server's name, unlike every other error the matrix "
-    "sees ('server 'f': connect failed: ...', 'server 'f': no answer within the dial timeout ...', HTTP's "
-    "'server 'f': connection lost: ...'); it also reaches ERROR that way ('process exited with code 3 (gave up "
-    "reconnecting)') when a reconnected server crashes again"
-)
 async def test_the_reason_of_a_lost_connection_names_the_server(tmp_path: Path) -> None:
     async with open_session(
         workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=FAST

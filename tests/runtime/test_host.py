@@ -203,3 +203,14 @@ async def test_session_aclose_is_destroy(tmp_path: Path, options: SessionOptions
         await session.aclose()
         await session.aclose()
         assert saved == [session.id] and host.sessions() == [] and server_processes() == []
+
+
+async def test_statuses_of_a_destroyed_session_say_disconnected(tmp_path: Path, options: SessionOptions) -> None:
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, {"f": fault_server_entry()})
+        await session.prepare_turn()
+        await host.destroy_session(session.id)
+        status = session.server("f")
+        assert status.state is ServerState.DISCONNECTED and status.tools == ()
+        snapshots = [snapshot async for snapshot in session.watch()]
+        assert [s.server("f").state for s in snapshots] == [ServerState.DISCONNECTED]

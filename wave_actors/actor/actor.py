@@ -330,7 +330,9 @@ class ServerActor:
                     self._connections[generation] = connection
                     try:
                         self._post(Up(generation, tools, connection.instructions, time.time()))
-                        reason = await self._serve(connection, generation, refresh_receive)
+                        reason = f"server {config.name!r}: connection lost: " + await self._serve(
+                            connection, generation, refresh_receive
+                        )
                     finally:
                         del self._connections[generation]
                     self._post(Lost(generation, reason))
@@ -341,6 +343,8 @@ class ServerActor:
             if up:
                 self._post(Lost(generation, reason))
                 raise ConnectionLost(reason) from error
+        except ConnectionLost:
+            raise  # the ordinary end of a connection; the supervisor restarts it
         except Exception:
             # Not a server's misbehaviour but ours: say so loudly. The supervisor
             # still contains it (restart, then give up), so it cannot take the host down.

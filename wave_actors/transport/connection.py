@@ -243,7 +243,8 @@ async def open_connection(
 
     async def handle_message(message: mcp_types.ServerNotification | Exception) -> None:
         if isinstance(message, Exception):
-            logger.warning("server %r: transport error: %s", config.name, message)
+            # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
+            logger.debug("server %r: transport error: %s", config.name, message)
             return
         if on_notification is not None:
             on_notification(message)
