@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from wave_actors.config import Source
+from wave_actors.frozen import empty_mapping, freeze_mapping
 
 __all__ = ["ServerState", "ServerStatus", "SessionSnapshot", "ToolInfo"]
 
@@ -41,14 +41,6 @@ class ServerState(str, enum.Enum):
     DISABLED = "disabled"
 
 
-def _frozen_schema(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value))
-
-
-def _empty_schema() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
 @attrs.frozen
 class ToolInfo:
     """One tool of one server.
@@ -67,7 +59,7 @@ class ToolInfo:
     server: str
     tool: str
     description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=_empty_schema, converter=_frozen_schema)
+    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
     read_only: bool = False
 
 

@@ -1,8 +1,6 @@
 """Helpers for the fault-injection matrix: fast options, process finders, state waits, an HTTP server on a fixed port.
 
-``tests/runtime`` is not on ``sys.path`` here, so the few bits of
-``runtime_support`` the matrix needs are repeated (``FAST``-like options,
-:func:`server_processes`).
+Process finding is shared with the runtime tests (``tests/process_support.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from typing import Any, Final
 import attrs
 import psutil
 import trio
+from process_support import server_processes as server_processes
 
 from supervisors import Backoff, RestartIntensity
 from wave_actors import Graces, ServerState, ServerStatus, SessionOptions, SessionSnapshot, TransportOptions
@@ -47,21 +46,6 @@ HEALTHY_MARK: Final = "fault-matrix-healthy"
 # The long-lived program the fault server's grandchildren run (see fault_server.py).
 _GRANDCHILD_SIGNATURE: Final = "signal.pause()"
 _MARK_VARIABLE: Final = "WAVE_ACTORS_TEST_MARK"
-
-
-def server_processes(marker: str | None = None) -> list[psutil.Process]:
-    """Live fault servers started by this test process (only those whose argv has ``marker``, if given)."""
-    found: list[psutil.Process] = []
-    for child in psutil.Process(os.getpid()).children(recursive=True):
-        try:
-            if child.status() == psutil.STATUS_ZOMBIE:
-                continue
-            cmdline = child.cmdline()
-        except psutil.Error:
-            continue
-        if str(FAULT_SERVER_PATH) in cmdline and (marker is None or marker in cmdline):
-            found.append(child)
-    return found
 
 
 def grandchild_processes() -> list[psutil.Process]:

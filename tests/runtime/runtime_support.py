@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-import psutil
+from process_support import server_processes as server_processes
 
 from supervisors import Backoff, RestartIntensity
 from wave_actors import Graces, SessionOptions, TransportOptions
@@ -19,21 +18,6 @@ FAST = SessionOptions(
     reconnect_intensity=RestartIntensity(max_restarts=3, period=30.0),
     seed=7,
 )
-
-
-def server_processes(marker: str | None = None) -> list[psutil.Process]:
-    """Live fault servers started by this test process (optionally only those whose argv has ``marker``)."""
-    found: list[psutil.Process] = []
-    for child in psutil.Process(os.getpid()).children(recursive=True):
-        try:
-            if child.status() == psutil.STATUS_ZOMBIE:
-                continue
-            cmdline = child.cmdline()
-        except psutil.Error:
-            continue
-        if str(FAULT_SERVER_PATH) in cmdline and (marker is None or marker in cmdline):
-            found.append(child)
-    return found
 
 
 def failing_after_marker_entry(tmp_path: Path, marker: Path) -> dict[str, object]:

@@ -18,11 +18,11 @@ incarnation as it is scheduled.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
+from wave_actors.frozen import empty_mapping, freeze_mapping
 from wave_actors.status import ServerState
 
 __all__ = [
@@ -50,14 +50,6 @@ __all__ = [
 _ACTIVE = frozenset({ServerState.CONNECTING, ServerState.CONNECTED, ServerState.RECONNECTING})
 
 
-def _frozen_schema(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value))
-
-
-def _empty_schema() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
 @attrs.frozen
 class ServerTool:
     """A tool as its server lists it, before session-wide naming.
@@ -70,7 +62,7 @@ class ServerTool:
 
     name: str
     description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=_empty_schema, converter=_frozen_schema)
+    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
     read_only_hint: bool = False
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Final
 
 import attrs
+
+from wave_actors.frozen import freeze_mapping
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_MS",
@@ -59,10 +60,6 @@ class TransportType(str, enum.Enum):
     SSE = "sse"
 
 
-def _frozen_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    return MappingProxyType(dict(value or {}))
-
-
 @attrs.frozen
 class ToolOverride:
     """Per-tool settings from an entry's ``tool_overrides`` (R-TOOL-8).
@@ -72,10 +69,6 @@ class ToolOverride:
     """
 
     read_only: bool | None = None
-
-
-def _frozen_overrides(value: Mapping[str, ToolOverride] | None) -> Mapping[str, ToolOverride]:
-    return MappingProxyType(dict(value or {}))
 
 
 @attrs.frozen
@@ -108,14 +101,14 @@ class ServerConfig:
     type: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    env: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping)
     cwd: str | None = None
     url: str | None = None
-    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping)
     enabled: bool = True
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
     tool_overrides: Mapping[str, ToolOverride] = attrs.field(
-        factory=dict[str, ToolOverride], converter=_frozen_overrides
+        factory=dict[str, ToolOverride], converter=freeze_mapping
     )
     fingerprint: str = ""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
+from wave_actors.frozen import freeze_mapping
 from wave_actors.status import ServerState, ServerStatus
 from wave_actors.tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 
@@ -31,10 +31,6 @@ class LoadMode(str, enum.Enum):
     WORKING_SET = "working_set"
 
 
-def _frozen_schema(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value))
-
-
 @attrs.frozen
 class ToolDeclaration:
     """One tool as declared to the model.
@@ -49,7 +45,7 @@ class ToolDeclaration:
 
     name: str
     description: str
-    input_schema: Mapping[str, Any] = attrs.field(converter=_frozen_schema)
+    input_schema: Mapping[str, Any] = attrs.field(converter=freeze_mapping)
     server: str
     tool: str
     read_only: bool = False

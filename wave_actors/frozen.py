@@ -1,0 +1,28 @@
+"""Read-only mappings for the fields of frozen records.
+
+``attrs.frozen`` stops reassignment, not mutation of a dict held in a field;
+records that are handed out freely (configs, statuses, declarations) hold
+their mappings behind :class:`types.MappingProxyType` instead, copied on the
+way in so the caller's dict cannot change them either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+__all__ = ["empty_mapping", "freeze_mapping"]
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def freeze_mapping(value: Mapping[_Key, _Value] | None) -> Mapping[_Key, _Value]:
+    """A read-only copy of ``value`` (``None`` gives an empty one)."""
+    return MappingProxyType(dict(value or {}))
+
+
+def empty_mapping() -> Mapping[str, Any]:
+    """An empty read-only mapping, for ``attrs.field(factory=...)``."""
+    return MappingProxyType({})
