@@ -3,9 +3,10 @@
 Both sides talk to the same kind of server -- the stdlib fault server,
 ``echo`` tool -- over stdio, at the same time, in the same process. The bare
 side is what a host writes without this library: ``stdio_client`` +
-``ClientSession``. Each round runs a sequential batch and a concurrent batch
-(``--concurrency`` tasks sharing the calls) on each side, alternating which
-side goes first; the ratio is taken per round and its median reported.
+``ClientSession``. Each round makes ``--calls`` sequential calls per side,
+the sides alternating call by call, then a concurrent batch per side
+(``--concurrency`` tasks sharing ``--calls`` calls), alternating which side
+goes first; ratios are taken per round and their median reported.
 
 If a ratio is above the target (or with ``--profile always``) the sequential
 batch of each side is run again under cProfile, and the functions that cost
@@ -21,24 +22,27 @@ import pstats
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+import attrs
 import trio
 
 from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
 from benchmarks.scenario import Option, Outcome, main
-from wave_actors import load_config, open_session
+from wave_actors import Session, open_session
 from wave_actors.testing import entry_command, fault_server_entry
-from wave_actors.transport import open_connection
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
 
 NAME = "call_overhead"
 TARGET = 1.05
 
 OPTIONS = (
-    Option("calls", int, 1000, 200, "calls per batch"),
+    Option("calls", int, 1000, 200, "calls per side per round (sequential and concurrent)"),
     Option("warmup", int, 200, 50, "calls per side before measuring"),
     Option("rounds", int, 11, 3, "rounds (each: one sequential and one concurrent batch per side)"),
     Option("concurrency", int, 10, 10, "tasks in the concurrent batch"),
@@ -49,14 +53,21 @@ OPTIONS = (
 Call = Callable[[], Awaitable[object]]
 
 
-async def _sequential(call: Call, count: int) -> tuple[list[float], float]:
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for _ in range(count):
-        before = time.perf_counter_ns()
-        await call()
-        latencies.append((time.perf_counter_ns() - before) / 1e3)
-    return latencies, time.perf_counter() - started
+async def _alternating(sides: dict[str, Call], count: int) -> dict[str, tuple[list[float], float]]:
+    """``count`` sequential calls per side, alternating call by call (rotating who goes first).
+
+    Side by side at the finest grain: a burst of load from elsewhere hits every
+    side alike. Returns, per side, its latencies (µs) and the seconds spent in its calls.
+    """
+    names = list(sides)
+    latencies: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(count):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            before = time.perf_counter_ns()
+            await sides[name]()
+            latencies[name].append((time.perf_counter_ns() - before) / 1e3)
+    return {name: (values, sum(values) / 1e6) for name, values in latencies.items()}
 
 
 async def _concurrent(call: Call, count: int, tasks: int) -> tuple[list[float], float]:
@@ -152,11 +163,12 @@ async def _layers(
     samples: dict[str, dict[str, list[float]]] = {layer: {"sequential": [], "concurrent": []} for layer in sides}
     names = list(sides)
     for round_index in range(rounds):
+        progress.update("layers", f"round {round_index + 1}/{rounds} sequential, alternating")
+        for layer, (latencies, _) in (await _alternating(sides, calls)).items():
+            samples[layer]["sequential"].append(median(latencies))
         order = names if round_index % 2 == 0 else names[::-1]
         for layer in order:
-            progress.update("layers", f"round {round_index + 1}/{rounds} {layer}")
-            latencies, _ = await _sequential(sides[layer], calls)
-            samples[layer]["sequential"].append(median(latencies))
+            progress.update("layers", f"round {round_index + 1}/{rounds} concurrent {layer}")
             _, wall = await _concurrent(sides[layer], calls, tasks)
             samples[layer]["concurrent"].append(wall / calls * 1e6)
     base = {mode: median(samples[names[0]][mode]) for mode in ("sequential", "concurrent")}
@@ -174,13 +186,69 @@ async def _layers(
     return table, samples
 
 
-async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
+@asynccontextmanager
+async def _pair(workdir: Path, entry: dict[str, object], devnull: TextIO) -> AsyncGenerator[Pair, None]:
+    """A fresh wave-actors session and a fresh bare SDK client, each with its own fault server."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    entry = fault_server_entry()
     command = entry_command(entry)
     parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with open_session(workdir=workdir, home=workdir / "home", mcp_servers={"f": entry}) as session:
+        await session.prepare_turn()
+        async with stdio_client(parameters, errlog=devnull) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            yield Pair(session, client)
+
+
+@attrs.frozen
+class Pair:
+    """The two sides of one round."""
+
+    session: Session
+    client: ClientSession
+
+    def sides(self) -> dict[str, Call]:
+        session, client, arguments = self.session, self.client, {"text": "hello"}
+
+        def ours() -> Awaitable[object]:
+            return session.call_tool("mcp__f__echo", arguments)
+
+        def bare() -> Awaitable[object]:
+            return client.call_tool("echo", arguments)
+
+        return {"ours": ours, "bare": bare}
+
+    def layers(self) -> dict[str, Call]:
+        """The call path one wrapper at a time; rows 1-2 share the bare server, rows 3-5 the session's server."""
+        session, client, arguments = self.session, self.client, {"text": "hello"}
+        sides = self.sides()
+        layers: dict[str, Call] = {"bare SDK (stdio_client + ClientSession)": sides["bare"]}
+
+        def sdk_with_timeout() -> Awaitable[object]:
+            return client.call_tool("echo", arguments, read_timeout_seconds=30.0)
+
+        layers["bare SDK + read_timeout_seconds"] = sdk_with_timeout
+        # The session's own live connection, reached through private attributes (a diagnosis only):
+        # comparing layers on one server process removes the process-to-process spread (+-5 %).
+        actor = getattr(session, "_actors", {}).get("f")
+        connection = actor._live_connection() if actor is not None else None  # pyright: ignore
+        if connection is not None:
+
+            def our_transport() -> Awaitable[object]:
+                return connection.session.call_tool("echo", arguments)  # pyright: ignore
+
+            def our_connection() -> Awaitable[object]:
+                return connection.call_tool("echo", arguments, timeout=30.0)  # pyright: ignore
+
+            layers["our stdio transport + SDK ClientSession"] = our_transport
+            layers["+ Connection.call_tool (timeout, error mapping)"] = our_connection
+        layers["+ Session.call_tool (resolve name, actor)"] = sides["ours"]
+        return layers
+
+
+async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
+    entry = fault_server_entry()
     calls, rounds, tasks = arguments.calls, arguments.rounds, arguments.concurrency
     samples: dict[str, dict[str, list[dict[str, float]]]] = {
         side: {"sequential": [], "concurrent": []} for side in ("ours", "bare")
@@ -188,105 +256,73 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory, open(os.devnull, "w") as devnull:
         workdir = Path(directory)
-        async with AsyncExitStack() as stack:
-            progress.update("connecting", "both sides")
-            session = await stack.enter_async_context(
-                open_session(workdir=workdir, home=workdir / "home", mcp_servers={"f": entry})
-            )
-            await session.prepare_turn()
-            read, write = await stack.enter_async_context(stdio_client(parameters, errlog=devnull))
-            client = await stack.enter_async_context(ClientSession(read, write))
-            await client.initialize()
-            arguments_ = {"text": "hello"}
-
-            def ours() -> Awaitable[object]:
-                return session.call_tool("mcp__f__echo", arguments_)
-
-            def bare() -> Awaitable[object]:
-                return client.call_tool("echo", arguments_)
-
-            sides: dict[str, Call] = {"ours": ours, "bare": bare}
-            for side, call in sides.items():
-                progress.update("warm-up", side)
-                await _sequential(call, arguments.warmup)
-                await _concurrent(call, arguments.warmup, tasks)
-            for round_index in range(rounds):
-                order = ("bare", "ours") if round_index % 2 == 0 else ("ours", "bare")
-                for mode in ("sequential", "concurrent"):
-                    for side in order:
-                        progress.update("measuring", f"round {round_index + 1}/{rounds} {mode} {side}")
-                        if mode == "sequential":
-                            latencies, wall = await _sequential(sides[side], calls)
-                        else:
-                            latencies, wall = await _concurrent(sides[side], calls, tasks)
-                        samples[side][mode].append(
-                            {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
-                        )
-
-            table = Table(
-                f"call_overhead: echo over stdio, {calls} calls per batch, {rounds} rounds "
-                f"(medians over rounds; ratio = ours / bare, per round, then median)",
-                ["mode", "side", "median latency µs", "calls/s", "latency ratio", "time/call ratio"],
-            )
-            ratios: dict[str, tuple[float, float]] = {}
-            for mode in ("sequential", "concurrent"):
-                latency_ratios = [
-                    ratio(o["median_us"], b["median_us"])
-                    for o, b in zip(samples["ours"][mode], samples["bare"][mode], strict=True)
-                ]
-                time_ratios = [
-                    ratio(b["calls_per_s"], o["calls_per_s"])
-                    for o, b in zip(samples["ours"][mode], samples["bare"][mode], strict=True)
-                ]
-                ratios[mode] = (median(latency_ratios), median(time_ratios))
-                label = mode if mode == "sequential" else f"concurrent x{tasks}"
-                for side, shown in (("bare", "bare SDK"), ("ours", "wave-actors")):
-                    rows = samples[side][mode]
-                    table.add(
-                        label,
-                        shown,
-                        median(row["median_us"] for row in rows),
-                        median(row["calls_per_s"] for row in rows),
-                        ratios[mode][0] if side == "ours" else 1.0,
-                        ratios[mode][1] if side == "ours" else 1.0,
+        for round_index in range(rounds):
+            # A fresh pair of servers every round: server processes differ by a few percent
+            # among themselves (placement, wake-up latency), and the median over rounds evens that out.
+            progress.update("measuring", f"round {round_index + 1}/{rounds}: connecting")
+            async with _pair(workdir, entry, devnull) as pair:
+                sides = pair.sides()
+                await _alternating(sides, arguments.warmup)
+                for call in sides.values():
+                    await _concurrent(call, arguments.warmup, tasks)
+                progress.update("measuring", f"round {round_index + 1}/{rounds} sequential, alternating call by call")
+                for side, (latencies, seconds) in (await _alternating(sides, calls)).items():
+                    samples[side]["sequential"].append(
+                        {"median_us": median(latencies), "calls_per_s": calls / seconds, "wall_s": seconds}
                     )
-            table.notes.append(
-                "latency ratio: per-call median latency; time/call ratio: batch wall time per call "
-                "(= bare calls/s / ours calls/s). Target <= 1.05."
-            )
-            outcome.tables.append(table)
-            outcome.headlines += [
-                at_most("sequential latency ratio (ours/bare)", ratios["sequential"][0], TARGET),
-                at_most(f"concurrent x{tasks} time/call ratio (ours/bare)", ratios["concurrent"][1], TARGET),
-                Headline("sequential calls/s (ours)", median(r["calls_per_s"] for r in samples["ours"]["sequential"])),
-            ]
-            outcome.data["samples"] = samples
-            outcome.data["ratios"] = {mode: {"latency": lat, "time_per_call": tpc} for mode, (lat, tpc) in ratios.items()}
-            missed = any(value > TARGET for pair in ratios.values() for value in pair)
-            if arguments.profile == "always" or (arguments.profile == "auto" and missed):
-                # Diagnosis: the same call through each layer, then cProfile of both sides.
-                config = load_config(workdir, home=workdir / "home", constructor={"f": entry}).servers["f"]
-                connection = await stack.enter_async_context(open_connection(config))
+                order = ("bare", "ours") if round_index % 2 == 0 else ("ours", "bare")
+                for side in order:
+                    progress.update("measuring", f"round {round_index + 1}/{rounds} concurrent {side}")
+                    latencies, wall = await _concurrent(sides[side], calls, tasks)
+                    samples[side]["concurrent"].append(
+                        {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
+                    )
 
-                def sdk_with_timeout() -> Awaitable[object]:
-                    return client.call_tool("echo", arguments_, read_timeout_seconds=30.0)
-
-                def our_transport() -> Awaitable[object]:
-                    return connection.session.call_tool("echo", arguments_)
-
-                def our_connection() -> Awaitable[object]:
-                    return connection.call_tool("echo", arguments_, timeout=30.0)
-
-                layers = {
-                    "bare SDK (stdio_client + ClientSession)": bare,
-                    "bare SDK + read_timeout_seconds": sdk_with_timeout,
-                    "our stdio transport + SDK ClientSession": our_transport,
-                    "+ Connection.call_tool (timeout, error mapping)": our_connection,
-                    "+ Session.call_tool (resolve name, actor)": ours,
-                }
-                layer_table, layer_samples = await _layers(layers, calls, max(3, rounds), tasks, progress)
+        table = Table(
+            f"call_overhead: echo over stdio, {calls} calls per side per round, {rounds} rounds, a fresh pair of "
+            "servers each round (medians over rounds; ratio = ours / bare, per round, then median)",
+            ["mode", "side", "median latency µs", "calls/s", "latency ratio", "time/call ratio"],
+        )
+        ratios: dict[str, tuple[float, float]] = {}
+        for mode in ("sequential", "concurrent"):
+            pairs = list(zip(samples["ours"][mode], samples["bare"][mode], strict=True))
+            latency_ratio = median(ratio(o["median_us"], b["median_us"]) for o, b in pairs)
+            time_ratio = median(ratio(b["calls_per_s"], o["calls_per_s"]) for o, b in pairs)
+            ratios[mode] = (latency_ratio, time_ratio)
+            label = mode if mode == "sequential" else f"concurrent x{tasks}"
+            for side, shown in (("bare", "bare SDK"), ("ours", "wave-actors")):
+                rows = samples[side][mode]
+                table.add(
+                    label,
+                    shown,
+                    median(row["median_us"] for row in rows),
+                    median(row["calls_per_s"] for row in rows),
+                    latency_ratio if side == "ours" else 1.0,
+                    time_ratio if side == "ours" else 1.0,
+                )
+        table.notes += [
+            "sequential: the two sides alternate call by call; calls/s = calls / time spent in that side's calls.",
+            f"concurrent: {tasks} tasks share a batch; the sides' batches alternate. calls/s = calls / batch wall time.",
+            "latency ratio: per-call median latency; time/call ratio: bare calls/s / ours calls/s. Target <= 1.05.",
+        ]
+        outcome.tables.append(table)
+        outcome.headlines += [
+            at_most("sequential latency ratio (ours/bare)", ratios["sequential"][0], TARGET),
+            at_most(f"concurrent x{tasks} time/call ratio (ours/bare)", ratios["concurrent"][1], TARGET),
+            Headline("sequential calls/s (ours)", median(r["calls_per_s"] for r in samples["ours"]["sequential"])),
+        ]
+        outcome.data["samples"] = samples
+        outcome.data["ratios"] = {mode: {"latency": lat, "time_per_call": tpc} for mode, (lat, tpc) in ratios.items()}
+        missed = any(value > TARGET for pair in ratios.values() for value in pair)
+        if arguments.profile == "always" or (arguments.profile == "auto" and missed):
+            # Diagnosis: the same call through each layer, then cProfile of both sides.
+            async with _pair(workdir, entry, devnull) as pair:
+                layers = pair.layers()
+                await _alternating(layers, arguments.warmup)
+                layer_table, layer_samples = await _layers(layers, calls, max(3, rounds // 2), tasks, progress)
                 outcome.tables.append(layer_table)
-                tables, profile_data = await _profile(ours, bare, arguments.profile_calls, progress)
+                sides = pair.sides()
+                tables, profile_data = await _profile(sides["ours"], sides["bare"], arguments.profile_calls, progress)
                 outcome.tables += tables
                 outcome.data["profile"] = profile_data | {"layers_median_us": layer_samples}
     return outcome
