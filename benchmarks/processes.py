@@ -1,7 +1,7 @@
 """Finding, attributing and killing the processes a benchmark started.
 
 Importing this module gives the current process a fresh :data:`RUN_VARIABLE`
-value. Every process started afterwards inherits it -- MCP servers (the
+value (a worker started with :data:`INHERIT_VARIABLE` keeps its parent's). Every process started afterwards inherits it -- MCP servers (the
 library and the SDK both pass the parent environment on), their children,
 ``setsid`` and double-forked grandchildren -- so a process carrying this run's
 value was started by this run even after it re-parented to init, and a
@@ -30,8 +30,16 @@ RUN_VARIABLE: Final = "WAVE_BENCH_RUN"
 FAMILY_VARIABLE: Final = "WAVE_ACTORS_FAMILY"
 """The library's per-spawn family tag (see ``wave_actors/transport/proctree.py``)."""
 
-RUN_MARK: Final = uuid.uuid4().hex
+INHERIT_VARIABLE: Final = "WAVE_BENCH_RUN_INHERIT"
+"""Set to ``1`` in a worker's environment to make it keep its parent's run mark."""
+
+RUN_MARK: Final = (
+    os.environ[RUN_VARIABLE]
+    if os.environ.get(INHERIT_VARIABLE) == "1" and os.environ.get(RUN_VARIABLE)
+    else uuid.uuid4().hex
+)
 os.environ[RUN_VARIABLE] = RUN_MARK
+os.environ.pop(INHERIT_VARIABLE, None)
 
 _FAULT_SERVER: Final = str(FAULT_SERVER_PATH)
 

@@ -28,10 +28,12 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -170,8 +172,15 @@ def _innermost(error: BaseException) -> BaseException:
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error)
-    return text.splitlines()[0] if text else ""
+    """The message's first line, or where it was raised when it has none (a bare ``assert``)."""
+    text = re.sub(r" at 0x[0-9a-f]+", "", str(error))  # so that equal failures count together
+    if text:
+        return text.splitlines()[0]
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"(no message) at {last.filename.split('site-packages/')[-1]}:{last.lineno} {last.line or ''}".strip()
 
 
 def _group_worker(arguments: argparse.Namespace) -> None:
@@ -206,19 +215,26 @@ async def _run_group_driver(arguments: argparse.Namespace, progress: Progress) -
     iterations: list[dict[str, Any]] = []
     stderr = bytearray()
     with tempfile.TemporaryFile() as errors:
+        # The worker keeps this process's run mark, so that the final sweep finds its orphans too.
+        env = {**os.environ, processes.INHERIT_VARIABLE: "1"}
         process = await trio.lowlevel.open_process(
-            command, stdout=subprocess.PIPE, stderr=errors, cwd=Path(__file__).parent.parent
+            command, stdout=subprocess.PIPE, stderr=errors, cwd=Path(__file__).parent.parent, env=env
         )
         assert process.stdout is not None
         buffer = b""
         try:
-            while chunk := await process.stdout.receive_some(65536):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                iterations += [json.loads(line) for line in lines if line.startswith(b"{")]
-                progress.update(
-                    "ClientSessionGroup", f"iteration {len(iterations)}/{arguments.iterations} (worker process)"
-                )
+            # A corrupted trio run could hang rather than crash: bound the worker.
+            with trio.move_on_after(30 + 20 * arguments.iterations) as bound:
+                while chunk := await process.stdout.receive_some(65536):
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    iterations += [json.loads(line) for line in lines if line.startswith(b"{")]
+                    progress.update(
+                        "ClientSessionGroup", f"iteration {len(iterations)}/{arguments.iterations} (worker process)"
+                    )
+            if bound.cancelled_caught:
+                process.kill()
+                iterations.append({"error": "worker hung; killed", "leaf": "worker hung; killed", "left": {}})
         finally:
             with trio.CancelScope(shield=True):
                 await process.wait()
