@@ -18,11 +18,15 @@ _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
 
 
+# Read-only, so one empty mapping serves every record (idle sessions hold thousands).
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
 def freeze_mapping(value: Mapping[_Key, _Value] | None) -> Mapping[_Key, _Value]:
-    """A read-only copy of ``value`` (``None`` gives an empty one)."""
-    return MappingProxyType(dict(value or {}))
+    """A read-only copy of ``value`` (``None`` or empty gives the shared empty one)."""
+    return MappingProxyType(dict(value)) if value else _EMPTY
 
 
 def empty_mapping() -> Mapping[str, Any]:
-    """An empty read-only mapping, for ``attrs.field(factory=...)``."""
-    return MappingProxyType({})
+    """The empty read-only mapping, for ``attrs.field(factory=...)``."""
+    return _EMPTY

@@ -214,3 +214,24 @@ async def test_statuses_of_a_destroyed_session_say_disconnected(tmp_path: Path, 
         assert status.state is ServerState.DISCONNECTED and status.tools == ()
         snapshots = [snapshot async for snapshot in session.watch()]
         assert [s.server("f").state for s in snapshots] == [ServerState.DISCONNECTED]
+
+
+@pytest.mark.timeout(120)
+async def test_many_sessions_destroyed_at_once_leave_no_process(tmp_path: Path, options: SessionOptions) -> None:
+    # R-KILL-1, R-KILL-4 under load: reclaims share process-table scans, so 40 families at once
+    # finish well within the graces and nothing found is left unsignalled.
+    entry = fault_server_entry(grandchild=True, setsid_grandchild=True)
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        sessions = [await host.create_session(tmp_path, {"f": entry}) for _ in range(40)]
+        async with trio.open_nursery() as nursery:
+            for session in sessions:
+                nursery.start_soon(session.prepare_turn)
+        assert len(server_processes()) == 40
+        family = psutil.Process().children(recursive=True)
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for session in sessions:
+                nursery.start_soon(host.destroy_session, session.id)
+        elapsed = trio.current_time() - started
+        assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert elapsed < options.transport.graces.total

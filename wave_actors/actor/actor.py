@@ -83,12 +83,33 @@ def _server_tool(tool: mcp_types.Tool) -> ServerTool:
 class ServerActor:
     """One server of one session. Created by the session; not part of the public API.
 
+    Slotted and lazy: a session registers every configured server at once and
+    most are never dialed, so an idle actor is a few small attributes (R-HOST-3).
+
     :param config: the server's entry.
     :param workdir: the session's directory, where stdio servers without ``cwd`` run.
     :param options: dial and reconnect settings.
     :param nursery: the session's nursery, where the actor's task runs once it is needed.
     :param on_change: called (synchronously) after every change of state.
     """
+
+    __slots__ = (
+        "_closed",
+        "_calls_in_flight",
+        "_config",
+        "_connections",
+        "_dial_waiters",
+        "_drained",
+        "_idle",
+        "_mailbox_receive",
+        "_mailbox_send",
+        "_nursery",
+        "_on_change",
+        "_options",
+        "_state",
+        "_supervisor",
+        "_workdir",
+    )
 
     def __init__(
         self,
@@ -113,7 +134,7 @@ class ServerActor:
         self._connections: dict[int, Connection] = {}
         self._dial_waiters: list[trio.Event] = []
         self._calls_in_flight = 0
-        self._calls_drained: trio.Event | None = None
+        self._drained: trio.Event | None = None  # made only by a retire that waits for calls
         self._idle: trio.Event | None = None
 
     @property
@@ -262,9 +283,10 @@ class ServerActor:
                 status = await supervisor.start_child(self._transport_spec())
                 self._apply(Started(status.incarnation))
             case StopTransport(drain_calls=drain):
-                if drain and self._calls_drained is not None:
+                if drain and self._calls_in_flight:
+                    self._drained = self._drained or trio.Event()
                     with trio.move_on_after(self._config.tool_timeout_ms / 1000 + 1):
-                        await self._calls_drained.wait()
+                        await self._drained.wait()
                 await self._stop_transport(supervisor)
 
     async def _stop_transport(self, supervisor: Supervisor) -> None:
@@ -297,8 +319,8 @@ class ServerActor:
             _TRANSPORT,
             run,
             restart=Restart.TRANSIENT,
-            # Reclamation is bounded by the graces; never abandon it before that.
-            shutdown_timeout=self._options.transport.graces.total + 1.0,
+            # Reclamation is bounded (the graces, then a last SIGKILL and its grace): never abandon it sooner.
+            shutdown_timeout=self._options.transport.graces.total + self._options.transport.graces.kill + 5.0,
         )
 
     async def _transport(self, config: ServerConfig, generation: int, *, final: bool) -> None:
@@ -390,14 +412,13 @@ class ServerActor:
         if connection is None:
             raise ServerUnavailable(self._unavailable_reason(state))
         self._calls_in_flight += 1
-        if self._calls_in_flight == 1:
-            self._calls_drained = trio.Event()
         try:
             return await connection.call_tool(tool, arguments, timeout=self._config.tool_timeout_ms / 1000)
         finally:
             self._calls_in_flight -= 1
-            if self._calls_in_flight == 0 and self._calls_drained is not None:
-                self._calls_drained.set()
+            if self._calls_in_flight == 0 and self._drained is not None:
+                self._drained.set()
+                self._drained = None
 
     def _unavailable_reason(self, state: ActorState) -> str:
         name = self.name

@@ -94,9 +94,16 @@ class ActorState:
     last_connected: float | None = None
 
 
+_REGISTERED = ActorState(state=ServerState.DISCONNECTED)
+_REGISTERED_DISABLED = ActorState(state=ServerState.DISABLED)
+
+
 def initial_state(*, enabled: bool) -> ActorState:
-    """A registered server: nothing dialed, nothing spawned (R-DIAL-1, R-CFG-6)."""
-    return ActorState(state=ServerState.DISCONNECTED if enabled else ServerState.DISABLED)
+    """A registered server: nothing dialed, nothing spawned (R-DIAL-1, R-CFG-6).
+
+    States are frozen, so every registered server shares one of two instances.
+    """
+    return _REGISTERED if enabled else _REGISTERED_DISABLED
 
 
 # Commands, from the session's API.

@@ -13,8 +13,8 @@ Errors are mapped here, at the boundary, so nothing above this module sees an
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -104,11 +104,11 @@ class Connection:
 
         :raises ServerUnavailable: the connection failed or closed meanwhile.
         """
+        import mcp_types as types
+
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
-        with self._mapped("tools/list"):
-            import mcp_types as types
-
+        try:
             while True:
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 page = await self.session.list_tools(params=params)
@@ -116,6 +116,11 @@ class Connection:
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
+        except Exception as exc:
+            mapped = self._mapped(exc, "tools/list", None)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
     async def call_tool(
         self, tool: str, arguments: Mapping[str, Any] | None, *, timeout: float
@@ -131,38 +136,41 @@ class Connection:
         :raises ToolTimeout: the deadline passed.
         :raises ServerUnavailable: the connection was lost before an answer came.
         """
-        with self._mapped(f"tools/call {tool!r}", timeout=timeout):
+        # A plain try (no context manager, no per-call import): this is the hot path (R-TOOL-5).
+        try:
             return await self.session.call_tool(tool, dict(arguments or {}), read_timeout_seconds=timeout)
+        except Exception as exc:
+            mapped = self._mapped(exc, f"tools/call {tool!r}", timeout)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
-    @contextmanager
-    def _mapped(self, what: str, *, timeout: float | None = None) -> Generator[None, None, None]:
-        """Turn SDK and transport failures of one request into our exceptions."""
+    def _mapped(self, exc: Exception, what: str, timeout: float | None) -> Exception:
+        """Our exception for an SDK or transport failure of one request (``exc`` itself if none fits)."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-        try:
-            yield
-        except WaveActorsError:
-            raise
-        except MCPError as exc:
+        server = self.server
+        if isinstance(exc, WaveActorsError):
+            return exc
+        if isinstance(exc, MCPError):
             if exc.code == REQUEST_TIMEOUT:
-                raise ToolTimeout(
-                    f"server {self.server!r}: {what} timed out after {timeout:g} s; "
+                return ToolTimeout(
+                    f"server {server!r}: {what} timed out after {timeout:g} s; "
                     "it was cancelled on the server and will not be retried"
-                ) from exc
+                )
             if exc.code == CONNECTION_CLOSED:
-                raise ServerUnavailable(f"server {self.server!r}: {what} failed: {self._why_closed()}") from exc
+                return ServerUnavailable(f"server {server!r}: {what} failed: {self._why_closed()}")
             # Any other JSON-RPC error is the server's answer to this request.
-            raise ServerUnavailable(f"server {self.server!r}: {what} failed: {exc.message}") from exc
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, TimeoutError) as exc:
-            raise ServerUnavailable(f"server {self.server!r}: {what} failed: {self._why_closed()}") from exc
-        except ValueError as exc:
+            return ServerUnavailable(f"server {server!r}: {what} failed: {exc.message}")
+        if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError, OSError, TimeoutError)):
+            return ServerUnavailable(f"server {server!r}: {what} failed: {self._why_closed()}")
+        if isinstance(exc, ValueError):
             # pydantic's ValidationError: the server's answer does not fit the protocol.
-            raise ServerUnavailable(f"server {self.server!r}: {what}: invalid answer from the server: {exc}") from exc
-        except Exception as exc:
-            if type(exc).__module__.startswith(("httpx", "anyio")):
-                raise ServerUnavailable(f"server {self.server!r}: {what} failed: {exc}") from exc
-            raise
+            return ServerUnavailable(f"server {server!r}: {what}: invalid answer from the server: {exc}")
+        if type(exc).__module__.startswith(("httpx", "anyio")):
+            return ServerUnavailable(f"server {server!r}: {what} failed: {exc}")
+        return exc
 
     def _why_closed(self) -> str:
         return self._loss_reason or "connection closed"

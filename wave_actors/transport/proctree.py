@@ -17,7 +17,15 @@ three independent marks, any one of which suffices:
 Then the stages run: stdin EOF and a grace for the server to exit by itself,
 SIGTERM to every member still alive and a grace, SIGKILL. All of it runs in a
 shielded cancel scope with an overall bound, so a cancelled caller can neither
-skip reclamation nor be held by it for longer than the graces add up to.
+skip reclamation nor be held by it for longer than the graces add up to; and
+whatever happens inside, every member ever found is sent SIGKILL before
+``reclaim`` returns, so no family is abandoned unsignalled.
+
+Finding a family means reading the whole process table (``/proc``). When many
+sessions close at once, every reclaim asks for it several times; a
+:class:`_ProcessTable` per trio run shares one scan among all the reclaims
+that asked while it was pending, so closing N sessions costs a few scans, not
+3N scans of a table that grows with N.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
 import attrs
@@ -71,35 +79,100 @@ def family_tag() -> str:
     return uuid.uuid4().hex
 
 
+@attrs.frozen
+class _Row:
+    """One live process as one scan saw it."""
+
+    process: psutil.Process
+    ppid: int
+    sid: int | None
+    tag: str | None
+
+
+def _scan() -> dict[int, _Row]:
+    """Read the process table (blocking: run it in a thread)."""
+    rows: dict[int, _Row] = {}
+    me = os.getpid()
+    for process in psutil.process_iter(["ppid", "status"]):
+        try:
+            info = process.info
+            if process.pid == me or info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            sid: int | None = None
+            tag: str | None = None
+            if sys.platform != "win32":
+                sid = os.getsid(process.pid)
+                tag = process.environ().get(FAMILY_VARIABLE)
+            rows[process.pid] = _Row(process, int(info["ppid"]), sid, tag)
+        except (psutil.Error, OSError):
+            continue
+    return rows
+
+
+def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[psutil.Process]:
+    """The family rooted at ``pid`` in one scan: marked members and all their descendants."""
+    found = {
+        row.process.pid: row.process
+        for row in table.values()
+        if row.process.pid == pid or row.sid == pid or (tag is not None and row.tag == tag)
+    }
+    children: dict[int, list[psutil.Process]] = {}
+    for row in table.values():
+        children.setdefault(row.ppid, []).append(row.process)
+    stack = [pid, *found]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child.pid not in found:
+                found[child.pid] = child
+                stack.append(child.pid)
+    return list(found.values())
+
+
 def snapshot_family(pid: int, tag: str | None = None) -> list[psutil.Process]:
     """Every live process of the family rooted at ``pid``, the root included.
 
-    Blocking (it reads ``/proc``); call it through ``trio.to_thread``.
+    Blocking (it reads ``/proc``); async code uses the shared table instead.
 
     :param pid: the server's pid, which is also its session id.
     :param tag: the server's :data:`FAMILY_VARIABLE` value, if it was tagged.
     """
-    family: dict[int, psutil.Process] = {}
+    return [process for process in _family_in(_scan(), pid, tag) if _alive(process)]
+
+
+class _ProcessTable:
+    """One scan of the process table shared by every reclaim that asked before it started."""
+
+    def __init__(self) -> None:
+        self._lock = trio.Lock()
+        self._scanning = False
+        self._completed = 0
+        self._rows: dict[int, _Row] = {}
+
+    async def rows(self) -> dict[int, _Row]:
+        """A scan that started after this call (so it sees every process alive now)."""
+        # A scan already running may have started before our processes forked.
+        needed = self._completed + (2 if self._scanning else 1)
+        async with self._lock:
+            if self._completed < needed:
+                self._scanning = True
+                try:
+                    self._rows = await trio.to_thread.run_sync(_scan)
+                finally:
+                    self._scanning = False
+                self._completed += 1
+            return self._rows
+
+
+_TABLE: trio.lowlevel.RunVar[_ProcessTable] = trio.lowlevel.RunVar("wave_actors_process_table")
+
+
+async def _family(pid: int, tag: str | None) -> list[psutil.Process]:
     try:
-        root = psutil.Process(pid)
-        family[pid] = root
-        for child in root.children(recursive=True):
-            family[child.pid] = child
-    except psutil.Error:
-        pass
-    if sys.platform != "win32":
-        me = os.getpid()
-        for process in psutil.process_iter():
-            if process.pid in family or process.pid == me:
-                continue
-            try:
-                if os.getsid(process.pid) == pid:
-                    family[process.pid] = process
-                elif tag is not None and process.environ().get(FAMILY_VARIABLE) == tag:
-                    family[process.pid] = process
-            except (psutil.Error, OSError):
-                continue
-    return [process for process in family.values() if _alive(process)]
+        table = _TABLE.get()
+    except LookupError:
+        table = _ProcessTable()
+        _TABLE.set(table)
+    return _family_in(await table.rows(), pid, tag)
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -107,10 +180,6 @@ def _alive(process: psutil.Process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def _merge(*groups: Iterable[psutil.Process]) -> list[psutil.Process]:
-    return list({process.pid: process for group in groups for process in group}.values())
 
 
 def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
@@ -141,11 +210,12 @@ async def reclaim(
     tag: str | None,
     graces: Graces,
     close_stdin: Callable[[], Awaitable[None]] | None,
-    family: list[psutil.Process] | None = None,
 ) -> list[int]:
     """End ``process`` and its whole family; return the pids that survived.
 
     Runs shielded and bounded by ``graces.total``: call it from a ``finally``.
+    If the bound runs out (a machine too loaded to scan in time), every member
+    found so far is sent SIGKILL before returning: none is left unsignalled.
 
     :param process: the server, a child of this process.
     :param tag: its :data:`FAMILY_VARIABLE` value.
@@ -153,47 +223,72 @@ async def reclaim(
     :param close_stdin: closes the server's stdin (the polite stage); ``None``
         skips straight to SIGTERM, as for a dial that was cancelled and has no
         session to end politely.
-    :param family: a snapshot taken earlier, merged with a fresh one (members
-        that re-parented since are then still known).
-    :returns: pids still alive after SIGKILL and its grace (normally none).
+    :returns: pids still alive at the end (normally none).
     """
-    with trio.CancelScope(shield=True), trio.move_on_after(graces.total) as bound:
+    known: dict[int, psutil.Process] = {}
+    leftovers: list[psutil.Process] = []
+
+    def reap() -> object:
+        return process.poll()
+
+    with trio.CancelScope(shield=True):
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            await _reclaim_windows(process, close_stdin, graces)
-            return []
-        members = _merge(family or [], await trio.to_thread.run_sync(snapshot_family, process.pid, tag))
+            with trio.move_on_after(graces.total):
+                await _reclaim_windows(process, close_stdin, graces)
+            return [] if process.poll() is not None else [process.pid]
+        try:
+            with trio.move_on_after(graces.total) as bound:
+                await _stages(process, tag, graces, close_stdin, known, reap)
+            if bound.cancelled_caught:
+                logger.warning(
+                    "reclaiming pid %d ran past %.1f s; sending SIGKILL to the %d member(s) found",
+                    process.pid, graces.total, len(known),
+                )
+        finally:
+            # Whatever happened above, nothing found is left unsignalled.
+            leftovers = [member for member in known.values() if _alive(member)]
+            if leftovers:
+                _signal_all(leftovers, signal.SIGKILL)
+                leftovers = await _wait_gone(leftovers, graces.kill, reap)
+    if leftovers:
+        logger.warning("pids %s survived SIGKILL; abandoning them", [member.pid for member in leftovers])
+    return [member.pid for member in leftovers]
 
-        def reap() -> object:
-            return process.poll()
 
-        if close_stdin is not None:
-            await close_stdin()
-            with trio.move_on_after(graces.eof):
-                await process.wait()
-        survivors: list[psutil.Process] = []
-        # A member may fork between a snapshot and the signal that would have
-        # caught it; once the parent is dead nothing new can appear, so a few
-        # rounds settle it.
-        for _ in range(_ROUNDS):
-            # Children re-parent when the server exits; the tag and session still find them.
-            members = _merge(members, await trio.to_thread.run_sync(snapshot_family, process.pid, tag))
-            survivors = await _wait_gone(members, 0, reap)
-            if not survivors:
-                break
-            _signal_all(survivors, signal.SIGTERM)
-            survivors = await _wait_gone(survivors, graces.term, reap)
-            if survivors:
-                logger.info("pids %s ignored SIGTERM; sending SIGKILL", [s.pid for s in survivors])
-                _signal_all(survivors, signal.SIGKILL)
-                survivors = await _wait_gone(survivors, graces.kill, reap)
-            if survivors:
-                logger.warning("pids %s survived SIGKILL; abandoning them", [s.pid for s in survivors])
-                break
-            members = []
-        return [survivor.pid for survivor in survivors]
-    if bound.cancelled_caught:
-        logger.warning("reclaiming pid %d ran past %.1f s; abandoning it", process.pid, graces.total)
-    return [process.pid] if process.poll() is None else []
+async def _stages(
+    process: trio.Process,
+    tag: str | None,
+    graces: Graces,
+    close_stdin: Callable[[], Awaitable[None]] | None,
+    known: dict[int, psutil.Process],
+    reap: Callable[[], object],
+) -> None:
+    """EOF, SIGTERM, SIGKILL, recording every member found into ``known``."""
+
+    async def rescan() -> list[psutil.Process]:
+        for member in await _family(process.pid, tag):
+            known.setdefault(member.pid, member)
+        return list(known.values())
+
+    await rescan()  # before any signal: children re-parent once the server dies
+    if close_stdin is not None:
+        await close_stdin()
+        with trio.move_on_after(graces.eof):
+            await process.wait()
+    # A member may fork between a scan and the signal that would have caught
+    # it; once the server is dead nothing new appears, so a few rounds settle it.
+    for _ in range(_ROUNDS):
+        survivors = await _wait_gone(await rescan(), 0, reap)
+        if not survivors:
+            return
+        _signal_all(survivors, signal.SIGTERM)
+        survivors = await _wait_gone(survivors, graces.term, reap)
+        if survivors:
+            logger.info("pids %s ignored SIGTERM; sending SIGKILL", [member.pid for member in survivors])
+            _signal_all(survivors, signal.SIGKILL)
+            survivors = await _wait_gone(survivors, graces.kill, reap)
+        if survivors:
+            return  # unkillable; reported by the caller
 
 
 async def _reclaim_windows(
@@ -204,6 +299,8 @@ async def _reclaim_windows(
         with trio.move_on_after(graces.eof):
             await process.wait()
     # taskkill /T walks the tree by parent pid: it must run while the server is alive.
-    await trio.run_process(["taskkill", "/PID", str(process.pid), "/T", "/F"], check=False, capture_stdout=True, capture_stderr=True)
+    await trio.run_process(
+        ["taskkill", "/PID", str(process.pid), "/T", "/F"], check=False, capture_stdout=True, capture_stderr=True
+    )
     with trio.move_on_after(graces.kill):
         await process.wait()
