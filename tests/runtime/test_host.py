@@ -235,3 +235,17 @@ async def test_many_sessions_destroyed_at_once_leave_no_process(tmp_path: Path, 
         elapsed = trio.current_time() - started
         assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
         assert elapsed < options.transport.graces.total
+
+
+async def test_a_retired_server_keeps_no_task(tmp_path: Path, options: SessionOptions) -> None:
+    # R-STORE-5, R-HOST-3: a session reconfigured for weeks does not pile up tasks of removed servers.
+    async with Host.open(home=tmp_path / "home", options=options) as host:
+        session = await host.create_session(tmp_path, {"a": fault_server_entry()})
+        baseline = _count_tasks()
+        for round_ in range(5):
+            await session.reconfigure({f"s{round_}": fault_server_entry()})
+            await session.prepare_turn()
+        await trio.testing.wait_all_tasks_blocked()
+        # One live actor (its loop, supervisor and transport tasks); none left by the four retired ones.
+        assert _count_tasks() - baseline <= 12
+        assert len(server_processes()) == 1

@@ -259,6 +259,10 @@ class ServerActor:
                 self._dial_waiters.append(done)
             else:
                 done.set()
+        if self._state.retiring and self._mailbox_send is not None:
+            # Retired for good: end the task, so a long-lived session keeps none per removed server.
+            self._closed = True
+            self._mailbox_send.close()
 
     def _apply(self, message: Message) -> tuple[Effect, ...]:
         before = self._state
