@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from supervisor_support import NO_DELAY, Boom, drained
 
 from supervisors import (
     Backoff,
     ChildContext,
-    ChildEvent,
     ChildSpec,
     EventKind,
     ChildState,
@@ -18,16 +18,6 @@ from supervisors import (
     RestartIntensity,
     Supervisor,
 )
-
-NO_DELAY = Backoff(initial=0.0, jitter=0.0)
-
-
-class Boom(Exception):
-    pass
-
-
-async def drained(events: EventSubscription) -> list[ChildEvent]:
-    return [event async for event in events]
 
 
 async def crashes_after_one_second(context: ChildContext) -> None:

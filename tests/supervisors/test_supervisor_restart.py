@@ -6,12 +6,12 @@ virtual and exact.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from random import Random
 
 import pytest
 import trio
 import trio.testing
+from supervisor_support import NO_DELAY, Boom, Run, drained, serve_forever
 
 from supervisors import (
     Backoff,
@@ -30,26 +30,12 @@ from supervisors import (
     UnknownChild,
 )
 
-Run = Callable[[ChildContext], Awaitable[object]]
-NO_DELAY = Backoff(initial=0.0, jitter=0.0)
+
 GENEROUS = RestartIntensity(max_restarts=100, period=1.0)
-
-
-class Boom(Exception):
-    pass
-
-
-async def drained(events: EventSubscription) -> list[ChildEvent]:
-    return [event async for event in events]
 
 
 def kinds(events: list[ChildEvent], name: str | None = None) -> list[EventKind]:
     return [event.kind for event in events if name is None or event.name == name]
-
-
-async def serve_forever(context: ChildContext) -> None:
-    context.started()
-    await trio.sleep_forever()
 
 
 def crashes_after(seconds: float, error: type[Exception] = Boom) -> Run:

@@ -12,6 +12,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from supervisor_support import NO_DELAY, Boom, Run, drained, serve_forever
 
 from supervisors import (
     Backoff,
@@ -29,22 +30,8 @@ from supervisors import (
     SupervisorError,
 )
 
-Run = Callable[[ChildContext], Awaitable[object]]
-NO_DELAY = Backoff(initial=0.0, jitter=0.0)
+
 GENEROUS = RestartIntensity(max_restarts=1000, period=1.0)
-
-
-class Boom(Exception):
-    pass
-
-
-async def drained(events: EventSubscription) -> list[ChildEvent]:
-    return [event async for event in events]
-
-
-async def serve_forever(context: ChildContext) -> None:
-    context.started()
-    await trio.sleep_forever()
 
 
 def crashes_after(seconds: float) -> Run:

@@ -1,0 +1,27 @@
+"""What the supervisor tests share: a no-delay backoff, a test error, simple children, event draining."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from supervisors import Backoff, ChildContext, ChildEvent, EventSubscription
+
+Run = Callable[[ChildContext], Awaitable[object]]
+NO_DELAY = Backoff(initial=0.0, jitter=0.0)
+
+
+class Boom(Exception):
+    """The error test children crash with."""
+
+
+async def drained(events: EventSubscription) -> list[ChildEvent]:
+    """Every event left in a subscription, once the supervisor closed it."""
+    return [event async for event in events]
+
+
+async def serve_forever(context: ChildContext) -> None:
+    """A child that reports started and runs until stopped."""
+    context.started()
+    await trio.sleep_forever()
