@@ -19,6 +19,13 @@ from types import FrameType
 import psutil
 import pytest
 
+# The first dial in a process imports the MCP client (a second or more on a cold
+# disk). Importing it once here keeps that cost out of every test's time bounds.
+import httpx2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import mcp.client.session  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import mcp.client.sse  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import mcp.client.streamable_http  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
 MARK_VARIABLE = "WAVE_ACTORS_TEST_MARK"
 os.environ[MARK_VARIABLE] = f"{os.getpid()}-{uuid.uuid4().hex}"
 

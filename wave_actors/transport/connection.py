@@ -12,7 +12,9 @@ Errors are mapped here, at the boundary, so nothing above this module sees an
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -235,6 +237,7 @@ async def open_connection(
     if transport is not TransportType.STDIO and not config.url:
         raise ConfigError(f"server {config.name!r} in {config.origin}: {transport.value} entry has no url")
 
+    await _import_sdk(transport)
     from mcp.client.session import ClientSession
 
     lost_reason: list[str] = []
@@ -322,6 +325,24 @@ def _mapped_failure(
         detail = str(error) or type(error).__name__
         return ServerUnavailable(f"server {config.name!r}: connection lost: {detail}")
     return _dial_error(config, error, stderr)
+
+
+_SDK_MODULES = {
+    TransportType.STDIO: ("mcp.client.session", "mcp.shared.message"),
+    TransportType.HTTP: ("mcp.client.session", "mcp.client.streamable_http", "httpx2"),
+    TransportType.SSE: ("mcp.client.session", "mcp.client.sse"),
+}
+
+
+async def _import_sdk(transport: TransportType) -> None:
+    """Import the SDK in a worker thread the first time it is needed.
+
+    It takes around a second; imported inline, it would freeze every other
+    session of the host for that long on the first dial.
+    """
+    for module in _SDK_MODULES[transport]:
+        if module not in sys.modules:
+            await trio.to_thread.run_sync(importlib.import_module, module)
 
 
 async def _heartbeat(connection: Connection, options: TransportOptions) -> None:
