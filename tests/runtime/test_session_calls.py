@@ -118,3 +118,21 @@ async def test_transport_lost_mid_call_fails_the_call_at_once(tmp_path: Path, op
                 with pytest.raises(ServerUnavailable):
                     await session.call_tool("mcp__f__crash", {"code": 6})
         assert outcome and "code 6" in str(outcome[0])
+
+
+async def test_a_callers_earlier_deadline_ends_the_call_and_it_is_not_replayed(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-TOOL-4: a caller's cancel ends the call sooner; the connection stays usable.
+    log = tmp_path / "calls.jsonl"
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry(call_log=log)}, options=options
+    ) as session:
+        await session.prepare_turn()
+        with trio.move_on_after(0.3) as scope:
+            await session.call_tool("mcp__f__sleep", {"seconds": 20})
+        assert scope.cancelled_caught
+        assert session.server("f").state is ServerState.CONNECTED
+        assert not (await session.call_tool("mcp__f__echo", {"text": "still"})).is_error
+    received = [json.loads(line)["tool"] for line in log.read_text().splitlines()]
+    assert received == ["sleep", "echo"]
