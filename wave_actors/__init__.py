@@ -17,6 +17,7 @@ from wave_actors.errors import (
     DialError as DialError,
     ServerDisabled as ServerDisabled,
     ServerUnavailable as ServerUnavailable,
+    ToolCallError as ToolCallError,
     ToolTimeout as ToolTimeout,
     UnknownServer as UnknownServer,
     UnknownTool as UnknownTool,

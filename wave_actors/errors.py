@@ -14,6 +14,7 @@ __all__ = [
     "DialError",
     "ServerDisabled",
     "ServerUnavailable",
+    "ToolCallError",
     "ToolTimeout",
     "UnknownServer",
     "UnknownTool",
@@ -52,6 +53,22 @@ class DialError(ServerUnavailable):
 
 class ServerDisabled(WaveActorsError):
     """The server is configured with ``enabled: false`` and cannot be connected (R-CFG-6)."""
+
+
+class ToolCallError(WaveActorsError):
+    """The server answered a tool call with a protocol error, or with a result the SDK rejected.
+
+    Unlike :class:`ServerUnavailable`, the connection is fine: the server
+    refused this request (invalid params, say) or broke its own declared
+    output schema. A tool that *fails* answers with ``isError`` instead, which
+    is returned as a result (R-TOOL-6).
+
+    :param code: the JSON-RPC error code, when the server sent one.
+    """
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ToolTimeout(WaveActorsError):

@@ -73,6 +73,7 @@ class Host:
         self._hook_timeout = hook_timeout
         self._sessions: dict[str, _Running] = {}
         self._pending: dict[str, PendingDestroy] = {}
+        self._reserved: set[str] = set()
         self._closing = False
 
     @classmethod
@@ -133,20 +134,25 @@ class Host:
         """
         if self._closing:
             raise WaveActorsError("the host is closing; no new sessions")
-        if session_id is not None and session_id in self._sessions:
+        if session_id is not None and (session_id in self._sessions or session_id in self._reserved):
             raise WaveActorsError(f"a session with id {session_id!r} exists already")
-        session: Session = await self._nursery.start(
-            self._run_session,
-            {
-                "workdir": workdir,
-                "home": self._home,
-                "mcp_servers": mcp_servers,
-                "plugins": tuple(plugins),
-                "trust": trust,
-                "options": options or self._options,
-                "session_id": session_id,
-            },
-        )
+        if session_id is not None:
+            self._reserved.add(session_id)  # two concurrent creates must not both get it
+        try:
+            session: Session = await self._nursery.start(
+                self._run_session,
+                {
+                    "workdir": workdir,
+                    "home": self._home,
+                    "mcp_servers": mcp_servers,
+                    "plugins": tuple(plugins),
+                    "trust": trust,
+                    "options": options or self._options,
+                    "session_id": session_id,
+                },
+            )
+        finally:
+            self._reserved.discard(session_id or "")
         return session
 
     async def _run_session(
@@ -197,6 +203,7 @@ class Host:
             return
         running.destroying = trio.Event()
         session = running.session
+        session._destroying = True  # pyright: ignore[reportPrivateUsage]  # no reconfigure may start now
         with trio.CancelScope(shield=True):
             if session.reconfiguring:
                 self._pending[session_id] = PendingDestroy(session_id, trio.current_time())

@@ -24,7 +24,7 @@ import trio
 
 from wave_actors.actor import ServerActor
 from wave_actors.config import Diagnostic, LoadedConfig, ServerConfig, TrustMode, load_config
-from wave_actors.errors import DialError, ServerDisabled, UnknownServer, UnknownTool, WaveActorsError
+from wave_actors.errors import DialError, ServerDisabled, ServerUnavailable, UnknownServer, UnknownTool, WaveActorsError
 from wave_actors.options import SessionOptions
 from wave_actors.status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors.tools import LoadMode, ToolDeclaration, assign_names, full_declarations
@@ -89,6 +89,7 @@ class Session:
         self._tool_index: tuple[int, dict[str, tuple[str, str]]] | None = None
         self._change: trio.Event | None = None
         self._closed = False
+        self._destroying = False  # set by the host when a destroy begins
         self._finished = trio.Event()
         self._destroy: Callable[[], Awaitable[None]] | None = None
         self._reconfiguring: trio.Event | None = None
@@ -348,6 +349,8 @@ class Session:
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises TypeError: ``arguments`` is not a mapping.
         """
+        if self._closed:
+            raise ServerUnavailable(f"session {self._id} is closed; no calls")
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"arguments of {name!r} must be a JSON object (a mapping), not {type(arguments).__name__}")
         server, tool = self.resolve_tool(name)
@@ -366,8 +369,8 @@ class Session:
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
         :raises WaveActorsError: the session is closed or already reconfiguring.
         """
-        if self._closed:
-            raise WaveActorsError(f"session {self._id} is closed")
+        if self._closed or self._destroying:
+            raise WaveActorsError(f"session {self._id} is closed or being destroyed")
         if self._reconfiguring is not None:
             raise WaveActorsError(f"session {self._id} is already reconfiguring")
         self._reconfiguring = done = trio.Event()
@@ -386,13 +389,17 @@ class Session:
                 )
             ]
             added = [name for name in loaded.servers if name not in self._actors]
-            async with trio.open_nursery() as nursery:
+            try:
+                async with trio.open_nursery() as nursery:
+                    for name in removed:
+                        nursery.start_soon(self._actors[name].retire)
+                    for name in changed:
+                        nursery.start_soon(self._actors[name].reload, loaded.servers[name])
+            finally:
+                # Even if cancelled half-way: a retired actor never serves again,
+                # so its name must be free for the next configuration to use.
                 for name in removed:
-                    nursery.start_soon(self._actors[name].retire)
-                for name in changed:
-                    nursery.start_soon(self._actors[name].reload, loaded.servers[name])
-            for name in removed:
-                del self._actors[name]
+                    del self._actors[name]
             for name in loaded.servers:
                 if name in self._actors and name not in changed:
                     # Same connection; settings such as tool_timeout_ms may still have changed.
@@ -413,15 +420,17 @@ class Session:
 
         For a session of a :class:`~wave_actors.host.Host` this is
         :meth:`Host.destroy_session <wave_actors.host.Host.destroy_session>`
-        (hooks included). Idempotent. Inside :func:`open_session`'s block,
-        prefer leaving the block: closing cancels that block too.
+        (hooks included). Idempotent. For a session of :func:`open_session`
+        it closes the session and cancels the ``async with`` block; the
+        reclamation completes as the block is left.
         """
         if self._destroy is not None:
             await self._destroy()
             return
+        # open_session's own block lives inside the session's nursery: waiting
+        # here for the nursery to finish would wait for ourselves. Closing
+        # cancels the block, and leaving it completes the reclamation.
         self._close()
-        with trio.CancelScope(shield=True):
-            await self._finished.wait()
 
     def _close(self) -> None:
         """Refuse new commands, then cancel everything; the nursery's exit waits for reclamation."""

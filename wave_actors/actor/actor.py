@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from supervisors import ChildContext, ChildEvent, ChildSpec, EventKind, Restart, Supervisor
+from supervisors import ChildContext, ChildEvent, ChildSpec, EventKind, Restart, Supervisor, SupervisorError
 from wave_actors.actor.machine import (
     ActorState,
     Connect,
@@ -42,6 +42,7 @@ from wave_actors.actor.machine import (
     Restarting,
     Retire,
     ServerTool,
+    StartRefused,
     Started,
     StartTransport,
     StopTransport,
@@ -78,6 +79,19 @@ def _server_tool(tool: mcp_types.Tool) -> ServerTool:
         input_schema=tool.input_schema,
         read_only_hint=bool(annotations is not None and annotations.read_only_hint),
     )
+
+
+async def _list_tools(connection: Connection) -> tuple[ServerTool, ...]:
+    """The server's tools, each name once (R-TOOL-1: a duplicate would break the model's whole request)."""
+    if connection.initialize_result.capabilities.tools is None:
+        return ()  # a server without tools (prompts or resources only) is still a server
+    tools: dict[str, ServerTool] = {}
+    for tool in await connection.list_tools():
+        if tool.name in tools:
+            logger.warning("server %r lists tool %r twice; the first is kept", connection.server, tool.name)
+            continue
+        tools[tool.name] = _server_tool(tool)
+    return tuple(tools.values())
 
 
 class ServerActor:
@@ -284,7 +298,12 @@ class ServerActor:
         match effect:
             case StartTransport():
                 await self._stop_transport(supervisor)
-                status = await supervisor.start_child(self._transport_spec())
+                try:
+                    status = await supervisor.start_child(self._transport_spec())
+                except SupervisorError as error:
+                    # The previous transport outlived its shutdown deadline: refuse, never run two.
+                    self._apply(StartRefused(f"server {self.name!r}: cannot start a new connection: {error}"))
+                    return
                 self._apply(Started(status.incarnation))
             case StopTransport(drain_calls=drain):
                 if drain and self._calls_in_flight:
@@ -350,7 +369,7 @@ class ServerActor:
                 async with open_connection(
                     config, options=self._options.transport, on_notification=on_notification
                 ) as connection:
-                    tools = tuple(_server_tool(tool) for tool in await connection.list_tools())
+                    tools = await _list_tools(connection)
                     dial_scope.deadline = math.inf
                     up = True
                     self._connections[generation] = connection
@@ -371,11 +390,13 @@ class ServerActor:
                 raise ConnectionLost(reason) from error
         except ConnectionLost:
             raise  # the ordinary end of a connection; the supervisor restarts it
-        except Exception:
-            # Not a server's misbehaviour but ours: say so loudly. The supervisor
-            # still contains it (restart, then give up), so it cannot take the host down.
+        except Exception as error:
+            # Not a server's misbehaviour but ours: say so loudly. It is still
+            # contained (a failed dial, or a restart), so it cannot take the host down.
             logger.exception("server %r: unexpected error in transport generation %d", config.name, generation)
-            raise
+            if up:
+                raise
+            reason = f"server {config.name!r}: connect failed: unexpected {type(error).__name__}: {error}"
         self._post(DialFailed(generation, reason, final=final))
         if not final:
             raise ConnectionLost(reason)
@@ -387,11 +408,16 @@ class ServerActor:
 
         async def refresher() -> None:
             async for _ in refresh:
-                try:
-                    tools = tuple(_server_tool(tool) for tool in await connection.list_tools())
-                except ServerUnavailable:
-                    return  # the loss is reported by wait_lost
-                self._post(ToolsListed(generation, tools))
+                tools: tuple[ServerTool, ...] | None = None
+                with trio.move_on_after(self._options.dial_timeout):
+                    try:
+                        tools = await _list_tools(connection)
+                    except ServerUnavailable:
+                        return  # the loss is reported by wait_lost
+                    except WaveActorsError as error:
+                        logger.warning("server %r: refreshing tools failed: %s", connection.server, error)
+                if tools is not None:
+                    self._post(ToolsListed(generation, tools))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(refresher)

@@ -39,6 +39,7 @@ __all__ = [
     "Retire",
     "ServerTool",
     "StartTransport",
+    "StartRefused",
     "Started",
     "StopTransport",
     "ToolsListed",
@@ -144,6 +145,13 @@ class Started:
 
 
 @attrs.frozen
+class StartRefused:
+    """The supervisor refused to start a transport (the previous one would not stop)."""
+
+    reason: str
+
+
+@attrs.frozen
 class Up:
     """The handshake and the first tool listing succeeded."""
 
@@ -194,7 +202,7 @@ class GaveUp:
     reason: str
 
 
-Message = Connect | Disconnect | Retire | Reload | Started | Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
+Message = Connect | Disconnect | Retire | Reload | Started | StartRefused | Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
 
 
 @attrs.frozen
@@ -252,6 +260,10 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
             )
         case Reload(enabled=enabled):
             return _reload(state, enabled)
+        case StartRefused(reason=reason):
+            if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING) or state.live is not None:
+                return state, _NO_EFFECTS
+            return attrs.evolve(state, state=ServerState.ERROR, error=reason), _NO_EFFECTS
         case Started(generation=generation):
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
                 return state, _NO_EFFECTS
@@ -328,6 +340,8 @@ def _transport_event(state: ActorState, event: Message) -> ActorState:
             # The supervisor numbers incarnations one by one: the restart is generation + 1.
             return attrs.evolve(state, state=ServerState.RECONNECTING, live=generation + 1, generation=generation + 1)
         case GaveUp(reason=reason):
-            return attrs.evolve(state, state=ServerState.ERROR, live=None, error=f"{reason} (gave up reconnecting)")
+            return attrs.evolve(
+                state, state=ServerState.ERROR, live=None, error=f"{reason} (gave up reconnecting)", tools=()
+            )
         case _:
             return state

@@ -23,7 +23,7 @@ import attrs
 import trio
 
 from wave_actors.config import ServerConfig, TransportType
-from wave_actors.errors import ConfigError, DialError, ServerUnavailable, ToolTimeout, WaveActorsError
+from wave_actors.errors import ConfigError, DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
 from wave_actors.transport.proctree import Graces
 from wave_actors.transport.stderr import StderrLog
 
@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "TransportOptions", "open_connection"]
 
 logger = logging.getLogger(__name__)
+
+# A server that keeps handing out cursors must not grow a tool list forever.
+_MAX_TOOL_PAGES = 100
+# Closing an HTTP transport sends a DELETE; a vanished server must not hold a reconnect for long.
+_HTTP_CLOSE_TIMEOUT = 3.0
 
 
 @attrs.frozen
@@ -105,19 +110,25 @@ class Connection:
         """Every tool the server lists, following pagination.
 
         :raises ServerUnavailable: the connection failed or closed meanwhile.
+        :raises ToolCallError: the listing is malformed or endless (more than 100 pages).
         """
         import mcp_types as types
 
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
+        seen: set[str] = set()
         try:
-            while True:
+            for _ in range(_MAX_TOOL_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 page = await self.session.list_tools(params=params)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
+                if cursor in seen:
+                    raise ToolCallError(f"server {self.server!r}: tools/list repeats the cursor {cursor!r}")
+                seen.add(cursor)
+            raise ToolCallError(f"server {self.server!r}: tools/list has more than {_MAX_TOOL_PAGES} pages")
         except Exception as exc:
             mapped = self._mapped(exc, "tools/list", None)
             if mapped is exc:
@@ -137,6 +148,9 @@ class Connection:
         :param timeout: seconds from send; progress notifications do not extend it.
         :raises ToolTimeout: the deadline passed.
         :raises ServerUnavailable: the connection was lost before an answer came.
+        :raises ToolCallError: the server answered with a JSON-RPC error, or a
+            result the SDK rejected (e.g. breaking the tool's output schema).
+        :raises TypeError: the arguments cannot be serialized to JSON.
         """
         # A plain try (no context manager, no per-call import): this is the hot path (R-TOOL-5).
         try:
@@ -148,9 +162,10 @@ class Connection:
             raise mapped from exc
 
     def _mapped(self, exc: Exception, what: str, timeout: float | None) -> Exception:
-        """Our exception for an SDK or transport failure of one request (``exc`` itself if none fits)."""
+        """Our exception for a failure of one request: nothing from the SDK, anyio or httpx escapes."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic_core import PydanticSerializationError
 
         server = self.server
         if isinstance(exc, WaveActorsError):
@@ -163,16 +178,17 @@ class Connection:
                 )
             if exc.code == CONNECTION_CLOSED:
                 return ServerUnavailable(f"server {server!r}: {what} failed: {self._why_closed()}")
-            # Any other JSON-RPC error is the server's answer to this request.
-            return ServerUnavailable(f"server {server!r}: {what} failed: {exc.message}")
+            # The server's answer to this request; the connection is fine.
+            return ToolCallError(f"server {server!r}: {what}: the server answered with error {exc.code}: {exc.message}", exc.code)
+        if isinstance(exc, PydanticSerializationError):
+            return TypeError(f"server {server!r}: {what}: the arguments are not JSON-serializable: {exc}")
         if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError, OSError, TimeoutError)):
             return ServerUnavailable(f"server {server!r}: {what} failed: {self._why_closed()}")
-        if isinstance(exc, ValueError):
-            # pydantic's ValidationError: the server's answer does not fit the protocol.
-            return ServerUnavailable(f"server {server!r}: {what}: invalid answer from the server: {exc}")
         if type(exc).__module__.startswith(("httpx", "anyio")):
             return ServerUnavailable(f"server {server!r}: {what} failed: {exc}")
-        return exc
+        # pydantic's ValidationError (a malformed answer), or the SDK rejecting a
+        # result that breaks the tool's own output schema.
+        return ToolCallError(f"server {server!r}: {what}: the server's answer was rejected: {exc}")
 
     def _why_closed(self) -> str:
         return self._loss_reason or "connection closed"
@@ -376,16 +392,40 @@ async def _open_streams(
             yield read_stream, write_stream, process
         return
     assert config.url is not None
+    # The SDK's HTTP clients say goodbye on exit (a DELETE, a stream close)
+    # with long timeouts; to a vanished server that would hold the reconnect,
+    # or the destroy, for minutes. The goodbye gets _HTTP_CLOSE_TIMEOUT.
+    closing = trio.CancelScope()
+    body_error: BaseException | None = None
+    with closing:
+        async with _remote_streams(config, options) as (read_stream, write_stream):
+            async with _watch_end(read_stream, on_lost) as watched:
+                try:
+                    yield watched, write_stream, None
+                except BaseException as error:
+                    body_error = error
+                    raise
+                finally:
+                    closing.deadline = trio.current_time() + _HTTP_CLOSE_TIMEOUT
+    if closing.cancelled_caught:
+        logger.info("server %r: closing the HTTP transport took over %g s; dropped", config.name, _HTTP_CLOSE_TIMEOUT)
+        if body_error is not None:
+            raise body_error  # the goodbye's timeout must not swallow why the block ended
+
+
+@asynccontextmanager
+async def _remote_streams(config: ServerConfig, options: TransportOptions) -> AsyncGenerator[tuple[Any, Any], None]:
+    """The SDK's streamable HTTP or SSE client for ``config``."""
+    assert config.url is not None
     import httpx2
 
-    timeout = httpx2.Timeout(options.http_timeout, read=300.0)
-    if transport is TransportType.HTTP:
+    if config.transport is TransportType.HTTP:
         from mcp.client.streamable_http import streamable_http_client
 
+        timeout = httpx2.Timeout(options.http_timeout, read=300.0)
         async with httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client:
             async with streamable_http_client(config.url, http_client=client) as (read_stream, write_stream):
-                async with _watch_end(read_stream, on_lost) as watched:
-                    yield watched, write_stream, None
+                yield read_stream, write_stream
         return
     from mcp.client.sse import sse_client
 
@@ -393,8 +433,7 @@ async def _open_streams(
         read_stream,
         write_stream,
     ):
-        async with _watch_end(read_stream, on_lost) as watched:
-            yield watched, write_stream, None
+        yield read_stream, write_stream
 
 
 @asynccontextmanager

@@ -99,13 +99,16 @@ def _scan() -> dict[int, _Row]:
             if process.pid == me or info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             sid: int | None = None
-            tag: str | None = None
             if sys.platform != "win32":
                 sid = os.getsid(process.pid)
-                tag = process.environ().get(FAMILY_VARIABLE)
-            rows[process.pid] = _Row(process, int(info["ppid"]), sid, tag)
         except (psutil.Error, OSError):
             continue
+        tag: str | None = None
+        try:
+            tag = process.environ().get(FAMILY_VARIABLE)
+        except (psutil.Error, OSError):
+            pass  # not ours to read (another user's): still found by parent and session
+        rows[process.pid] = _Row(process, int(info["ppid"]), sid, tag)
     return rows
 
 
