@@ -21,6 +21,17 @@ async def drained(events: EventSubscription) -> list[ChildEvent]:
     return [event async for event in events]
 
 
+def crashes_after(seconds: float, error: type[Exception] = Boom) -> Run:
+    """A child that reports started, runs ``seconds``, then raises ``error``."""
+
+    async def run(context: ChildContext) -> None:
+        context.started()
+        await trio.sleep(seconds)
+        raise error(f"incarnation {context.incarnation}")
+
+    return run
+
+
 async def serve_forever(context: ChildContext) -> None:
     """A child that reports started and runs until stopped."""
     context.started()

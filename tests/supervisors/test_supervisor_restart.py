@@ -11,7 +11,7 @@ from random import Random
 import pytest
 import trio
 import trio.testing
-from supervisor_support import NO_DELAY, Boom, Run, drained, serve_forever
+from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever
 
 from supervisors import (
     Backoff,
@@ -36,15 +36,6 @@ GENEROUS = RestartIntensity(max_restarts=100, period=1.0)
 
 def kinds(events: list[ChildEvent], name: str | None = None) -> list[EventKind]:
     return [event.kind for event in events if name is None or event.name == name]
-
-
-def crashes_after(seconds: float, error: type[Exception] = Boom) -> Run:
-    async def run(context: ChildContext) -> None:
-        context.started()
-        await trio.sleep(seconds)
-        raise error(f"incarnation {context.incarnation}")
-
-    return run
 
 
 def returns_after(seconds: float) -> Run:

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from supervisor_support import NO_DELAY, Boom, Run, drained, serve_forever
+from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever
 
 from supervisors import (
     Backoff,
@@ -32,15 +32,6 @@ from supervisors import (
 
 
 GENEROUS = RestartIntensity(max_restarts=1000, period=1.0)
-
-
-def crashes_after(seconds: float) -> Run:
-    async def run(context: ChildContext) -> None:
-        context.started()
-        await trio.sleep(seconds)
-        raise Boom(f"incarnation {context.incarnation}")
-
-    return run
 
 
 def ignores_cancellation_for(seconds: float) -> Run:
