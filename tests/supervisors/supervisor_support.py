@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from supervisors import Backoff, ChildContext, ChildEvent, EventSubscription
+from supervisors import Backoff, ChildContext, ChildEvent, EventKind, EventSubscription
 
 Run = Callable[[ChildContext], Awaitable[object]]
 NO_DELAY = Backoff(initial=0.0, jitter=0.0)
@@ -36,3 +36,12 @@ async def serve_forever(context: ChildContext) -> None:
     """A child that reports started and runs until stopped."""
     context.started()
     await trio.sleep_forever()
+
+
+async def wait_for(events: EventSubscription, kind: EventKind) -> ChildEvent:
+    """The next event of ``kind`` (failing after 60 s of trio time)."""
+    with trio.fail_after(60):
+        async for event in events:
+            if event.kind is kind:
+                return event
+    raise AssertionError(f"the event stream ended before a {kind.name} event")

@@ -11,7 +11,7 @@ from random import Random
 import pytest
 import trio
 import trio.testing
-from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever
+from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever, wait_for
 
 from supervisors import (
     Backoff,
@@ -44,14 +44,6 @@ def returns_after(seconds: float) -> Run:
         await trio.sleep(seconds)
 
     return run
-
-
-async def wait_for(events: EventSubscription, kind: EventKind) -> ChildEvent:
-    with trio.fail_after(60):
-        async for event in events:
-            if event.kind is kind:
-                return event
-    raise AssertionError(f"the event stream ended before a {kind.name} event")
 
 
 @pytest.mark.parametrize(

@@ -12,18 +12,16 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever
+from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever, wait_for
 
 from supervisors import (
     Backoff,
     ChildAbandoned,
     ChildContext,
-    ChildEvent,
     ChildNotStarted,
     ChildSpec,
     ChildState,
     EventKind,
-    EventSubscription,
     Restart,
     RestartIntensity,
     Supervisor,
@@ -46,14 +44,6 @@ def ignores_cancellation_for(seconds: float) -> Run:
                 await trio.sleep(seconds)
 
     return run
-
-
-async def wait_for(events: EventSubscription, kind: EventKind) -> ChildEvent:
-    with trio.fail_after(60):
-        async for event in events:
-            if event.kind is kind:
-                return event
-    raise AssertionError(f"the event stream ended before a {kind.name} event")
 
 
 async def test_stop_during_backoff_cancels_the_pending_restart(
