@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m wave_actors.cli demo
+	$(BIN)/python -m wave_actors demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -53,7 +53,7 @@ from typing import Any
 import attrs
 import trio
 
-import wave_actors.actor.actor as actor_module
+import wave_actors._actor.actor as actor_module
 from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, median
 from benchmarks.scenario import Option, Outcome, main
@@ -68,7 +68,7 @@ from wave_actors import (
     TransportOptions,
     WaveActorsError,
 )
-from wave_actors.actor import machine
+from wave_actors._actor import machine
 from wave_actors.testing import FAULT_SERVER_PATH, fault_server_entry
 
 NAME = "race_storm"

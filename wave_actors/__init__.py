@@ -4,7 +4,7 @@ Everything public is re-exported here; submodules are private. Importing this
 package does not import the MCP SDK: that happens on the first dial.
 """
 
-from wave_actors.config import (
+from wave_actors._config import (
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
@@ -13,7 +13,7 @@ from wave_actors.config import (
     Source as Source,
     load_config as load_config,
 )
-from wave_actors.errors import (
+from wave_actors._errors import (
     DialError as DialError,
     ServerDisabled as ServerDisabled,
     ServerUnavailable as ServerUnavailable,
@@ -23,14 +23,14 @@ from wave_actors.errors import (
     UnknownTool as UnknownTool,
     WaveActorsError as WaveActorsError,
 )
-from wave_actors.host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
-from wave_actors.options import SessionOptions as SessionOptions
-from wave_actors.session import ReconfigureResult as ReconfigureResult, Session as Session, open_session as open_session
-from wave_actors.status import (
+from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
+from wave_actors._options import SessionOptions as SessionOptions
+from wave_actors._session import ReconfigureResult as ReconfigureResult, Session as Session, open_session as open_session
+from wave_actors._status import (
     ServerState as ServerState,
     ServerStatus as ServerStatus,
     SessionSnapshot as SessionSnapshot,
     ToolInfo as ToolInfo,
 )
-from wave_actors.tools import LoadMode as LoadMode, ToolDeclaration as ToolDeclaration
-from wave_actors.transport import Graces as Graces, TransportOptions as TransportOptions
+from wave_actors._tools import LoadMode as LoadMode, ToolDeclaration as ToolDeclaration
+from wave_actors._transport import Graces as Graces, TransportOptions as TransportOptions

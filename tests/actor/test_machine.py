@@ -1,7 +1,7 @@
 """The server actor's pure reducer, rule by rule (R-DIAL, R-RACE, R-CFG-6, R-STORE-5).
 
 No trio, no processes: :func:`reduce` is driven by :class:`Executor`, a model
-of what :class:`~wave_actors.actor.actor.ServerActor` does with the effects.
+of what :class:`~wave_actors._actor.actor.ServerActor` does with the effects.
 ``StartTransport`` starts the supervisor's next incarnation and feeds back
 ``Started(incarnation)`` at once, before any other message, exactly as the
 actor's mailbox loop does. Transport events (``Up``, ``Lost``, ...) and
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from wave_actors.actor.machine import (
+from wave_actors._actor.machine import (
     ActorState,
     Connect,
     DialFailed,
@@ -38,7 +38,7 @@ from wave_actors.actor.machine import (
     initial_state,
     reduce,
 )
-from wave_actors.status import ServerState
+from wave_actors._status import ServerState
 
 CONNECTING = ServerState.CONNECTING
 CONNECTED = ServerState.CONNECTED

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
-"""``run_cli(*args, timeout=45.0, with_home=True)``: run ``python -m wave_actors.cli ARGS``."""
+"""``run_cli(*args, timeout=45.0, with_home=True)``: run ``python -m wave_actors ARGS``."""
 
 
 def write_servers(path: Path, servers: Mapping[str, object]) -> None:
@@ -18,5 +18,5 @@ def write_servers(path: Path, servers: Mapping[str, object]) -> None:
 
 
 def cli_command(*args: str) -> list[str]:
-    """The argv of ``python -m wave_actors.cli ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "wave_actors.cli", *args]
+    """The argv of ``python -m wave_actors ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "wave_actors", *args]

@@ -86,7 +86,7 @@ def test_a_workdir_that_is_not_a_directory_is_a_usage_error(run_cli: RunCli, tmp
 def test_listing_servers_imports_no_mcp_code_and_dials_nothing(workdir: Path, home: Path) -> None:
     script = (
         "import sys\n"
-        "from wave_actors.cli import main\n"
+        "from wave_actors._cli import main\n"
         f"code = main(['servers', '--workdir', {str(workdir)!r}, '--home', {str(home)!r}])\n"
         "assert code == 0, code\n"
         "loaded = sorted(name for name in sys.modules if name.split('.')[0] in ('mcp', 'mcp_types', 'httpx', 'anyio'))\n"

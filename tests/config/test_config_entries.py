@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wave_actors.config import (
+from wave_actors._config import (
     ConfigError,
     ServerConfig,
     Severity,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wave_actors.config import Severity, Source, load_config
-from wave_actors.config.expand import expand_variables
+from wave_actors._config import Severity, Source, load_config
+from wave_actors._config.expand import expand_variables
 
 ENVIRON = {"TOKEN": "secret", "HOST": "example.com", "EMPTY": ""}
 

@@ -9,7 +9,7 @@ from typing import Any, cast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wave_actors.config import ServerConfig, Source, connection_fingerprint, server_config
+from wave_actors._config import ServerConfig, Source, connection_fingerprint, server_config
 
 text = st.text(max_size=8)
 names = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8)

@@ -9,7 +9,7 @@ import sys
 def test_config_does_not_import_the_mcp_sdk() -> None:
     # The package's __init__ brings trio (the runtime needs it); the SDK and HTTP stack wait for a dial.
     code = (
-        "import sys, wave_actors.config; "
+        "import sys, wave_actors._config; "
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'httpx', 'httpx2')); "
         "print(heavy)"
     )
@@ -18,7 +18,7 @@ def test_config_does_not_import_the_mcp_sdk() -> None:
 
 
 def test_public_surface() -> None:
-    import wave_actors.config as config
+    import wave_actors._config as config
 
     assert {
         "load_config",

@@ -10,8 +10,8 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wave_actors.config import LoadedConfig, Source, load_config
-from wave_actors.config.merge import pick_winners
+from wave_actors._config import LoadedConfig, Source, load_config
+from wave_actors._config.merge import pick_winners
 
 SOURCES = list(Source)
 server_names = st.sampled_from(["alpha", "beta", "gamma", "delta"])

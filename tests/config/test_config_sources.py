@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from wave_actors.config import LoadedConfig, Severity, Source, load_config
+from wave_actors._config import LoadedConfig, Severity, Source, load_config
 
 
 @attrs.frozen

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wave_actors.config import LoadedConfig, Severity, Source, load_config
+from wave_actors._config import LoadedConfig, Severity, Source, load_config
 
 
 def setup_project(workdir: Path, settings: object | None) -> None:

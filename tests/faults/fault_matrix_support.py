@@ -22,7 +22,7 @@ from process_support import server_processes as server_processes
 
 from supervisors import Backoff, RestartIntensity
 from wave_actors import Graces, ServerState, ServerStatus, SessionOptions, SessionSnapshot, TransportOptions
-from wave_actors.session import Session
+from wave_actors._session import Session
 from wave_actors.testing import FAULT_SERVER_PATH, REFERENCE_SERVER_PATH, entry_command, fault_server_entry
 
 # Short graces and backoffs: failures show fast, a crash loop gives up in well under a second.

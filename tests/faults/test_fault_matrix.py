@@ -107,7 +107,7 @@ from wave_actors import (
     UnknownTool,
     WaveActorsError,
 )
-from wave_actors.session import Session
+from wave_actors._session import Session
 from wave_actors.testing import CRASH_AFTER_CALLS_EXIT_CODE, fault_server_entry, serve_reference_server
 
 FAULTY = "faulty"

@@ -12,7 +12,7 @@ import trio.testing
 from runtime_support import server_processes
 
 from wave_actors import Host, ServerState, SessionOptions, UnknownTool
-from wave_actors.session import Session
+from wave_actors._session import Session
 from wave_actors.testing import fault_server_entry
 
 
@@ -63,7 +63,7 @@ async def test_failing_and_overrunning_hooks_do_not_prevent_reclamation(
     async def stuck(session: Session) -> None:
         await trio.sleep_forever()
 
-    caplog.set_level(logging.WARNING, logger="wave_actors.host")
+    caplog.set_level(logging.WARNING, logger="wave_actors._host")
     async with Host.open(
         home=tmp_path / "home", options=options, before_destroy=[broken, stuck, save_transcript], hook_timeout=0.2
     ) as host:

@@ -13,10 +13,10 @@ import trio.testing
 from runtime_support import server_processes
 
 from wave_actors import Host, ServerState, SessionOptions, ToolCallError, WaveActorsError, open_session
-from wave_actors.actor.actor import _list_tools  # pyright: ignore[reportPrivateUsage]
-from wave_actors.config import ServerConfig, Source
+from wave_actors._actor.actor import _list_tools  # pyright: ignore[reportPrivateUsage]
+from wave_actors._config import ServerConfig, Source
 from wave_actors.testing import fault_server_entry
-from wave_actors.transport import open_connection
+from wave_actors._transport import open_connection
 
 
 async def test_aclose_inside_open_session_ends_the_block_instead_of_deadlocking(

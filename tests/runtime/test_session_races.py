@@ -20,7 +20,7 @@ from wave_actors import (
     SessionSnapshot,
     open_session,
 )
-from wave_actors.session import Session
+from wave_actors._session import Session
 from wave_actors.testing import fault_server_entry
 
 

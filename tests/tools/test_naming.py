@@ -8,8 +8,8 @@ from random import Random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wave_actors.tools import assign_names, normalize
-from wave_actors.tools.naming import MAX_NAME_LENGTH
+from wave_actors._tools import assign_names, normalize
+from wave_actors._tools.naming import MAX_NAME_LENGTH
 
 VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 HASHED = re.compile(r"^(?P<head>.*)_(?P<digest>[0-9a-f]{7})$")

@@ -10,8 +10,8 @@ from typing import Any, cast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wave_actors.tools import sanitize_schema
-from wave_actors.tools.schema import DEFAULT_DROPPED_KEYWORDS
+from wave_actors._tools import sanitize_schema
+from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
 
 DROPPED = ("$schema", "exclusiveMinimum", "exclusiveMaximum")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from wave_actors.config import TrustMode
-from wave_actors.errors import WaveActorsError
-from wave_actors.options import SessionOptions
-from wave_actors.session import ServerEntries, Session
+from wave_actors._config import TrustMode
+from wave_actors._errors import WaveActorsError
+from wave_actors._options import SessionOptions
+from wave_actors._session import ServerEntries, Session
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
 

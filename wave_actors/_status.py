@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from wave_actors.config import Source
-from wave_actors.frozen import empty_mapping, freeze_mapping
+from wave_actors._config import Source
+from wave_actors._frozen import empty_mapping, freeze_mapping
 
 __all__ = ["ServerState", "ServerStatus", "SessionSnapshot", "ToolInfo"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from supervisors import Backoff, RestartIntensity
-from wave_actors.tools.schema import DEFAULT_DROPPED_KEYWORDS
-from wave_actors.transport import TransportOptions
+from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
+from wave_actors._transport import TransportOptions
 
 __all__ = ["SessionOptions"]
 

@@ -3,7 +3,7 @@
 The actor owns the only mutable state about its server. Commands
 (connect, disconnect, retire, reload) and events (from the transport task and
 its supervisor) go through one mailbox and one pure reducer
-(:func:`~wave_actors.actor.machine.reduce`); this module only carries out the
+(:func:`~wave_actors._actor.machine.reduce`); this module only carries out the
 reducer's effects. Tool calls do not queue behind the mailbox: a call takes
 the live connection and runs concurrently on it (R-TOOL-5).
 
@@ -11,7 +11,7 @@ Tasks. Nothing runs for an actor until it is first told to dial (R-HOST-3).
 Then it runs one task in its session's nursery: the mailbox loop, holding a
 :class:`supervisors.Supervisor` whose single *transient* child is the
 transport. Cancelling the session cancels the loop; leaving the supervisor
-stops the transport, and leaving :func:`~wave_actors.transport.open_connection`
+stops the transport, and leaving :func:`~wave_actors._transport.open_connection`
 reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 """
 
@@ -29,7 +29,7 @@ import attrs
 import trio
 
 from supervisors import ChildContext, ChildEvent, ChildSpec, EventKind, Restart, Supervisor, SupervisorError
-from wave_actors.actor.machine import (
+from wave_actors._actor.machine import (
     ActorState,
     Connect,
     DialFailed,
@@ -51,11 +51,11 @@ from wave_actors.actor.machine import (
     initial_state,
     reduce,
 )
-from wave_actors.config import ServerConfig, TransportType
-from wave_actors.errors import ServerUnavailable, WaveActorsError
-from wave_actors.options import SessionOptions
-from wave_actors.status import ServerState
-from wave_actors.transport import Connection, open_connection
+from wave_actors._config import ServerConfig, TransportType
+from wave_actors._errors import ServerUnavailable, WaveActorsError
+from wave_actors._options import SessionOptions
+from wave_actors._status import ServerState
+from wave_actors._transport import Connection, open_connection
 
 if TYPE_CHECKING:
     import mcp_types
@@ -225,7 +225,7 @@ class ServerActor:
                 math.inf
             )
             self._idle = trio.Event()
-            self._nursery.start_soon(self._run, self._mailbox_receive, name=f"wave_actors.actor:{self.name}")
+            self._nursery.start_soon(self._run, self._mailbox_receive, name=f"wave_actors._actor:{self.name}")
         self._mailbox_send.send_nowait((message, done))
 
     async def _run(self, mailbox: trio.MemoryReceiveChannel[tuple[Message, trio.Event | None]]) -> None:

@@ -3,8 +3,8 @@
 A file source is a JSON object whose ``mcpServers`` (or ``mcp_servers``) key
 holds ``{name: entry}``. Reading a file never raises: a missing file is an
 empty source, and a file that cannot be read, is not JSON, or has the wrong
-shape becomes one error :class:`~wave_actors.config.model.Diagnostic` and no
-entries. Each entry is judged later, on its own (:mod:`wave_actors.config.entry`).
+shape becomes one error :class:`~wave_actors._config.model.Diagnostic` and no
+entries. Each entry is judged later, on its own (:mod:`wave_actors._config.entry`).
 
 Decisions where the specification is silent:
 
@@ -26,8 +26,8 @@ from typing import Final, cast
 
 import attrs
 
-from wave_actors.config.converter import describe_value
-from wave_actors.config.model import Diagnostic, Severity, Source
+from wave_actors._config.converter import describe_value
+from wave_actors._config.model import Diagnostic, Severity, Source
 
 __all__ = [
     "PROJECT_FILE_NAME",

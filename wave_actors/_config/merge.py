@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
-from wave_actors.config.model import Source
+from wave_actors._config.model import Source
 
 __all__ = ["Ranked", "pick_winners"]
 

@@ -21,9 +21,9 @@ from typing import Final, Literal, cast
 
 import attrs
 
-from wave_actors.config.converter import EntryInvalid, describe_value, structure_strictly
-from wave_actors.config.model import Diagnostic, Severity, Source
-from wave_actors.config.sources import UnreadableFile, read_json_document
+from wave_actors._config.converter import EntryInvalid, describe_value, structure_strictly
+from wave_actors._config.model import Diagnostic, Severity, Source
+from wave_actors._config.sources import UnreadableFile, read_json_document
 
 __all__ = ["SETTINGS_FILE", "TRUST_MODES", "ProjectApproval", "TrustMode", "read_project_approval", "settings_file"]
 

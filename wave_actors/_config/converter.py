@@ -9,10 +9,10 @@ not something to guess at, so every hook registered here only *checks*:
 
 * ``str``, ``bool``: the value must already be of that type;
 * :data:`ToolTimeoutMs`: an ``int`` that is not a ``bool``, from 1 to
-  :data:`~wave_actors.config.model.MAX_TOOL_TIMEOUT_MS`. JSON ``1000.0`` is a
+  :data:`~wave_actors._config.model.MAX_TOOL_TIMEOUT_MS`. JSON ``1000.0`` is a
   float and is rejected like ``1.5``: the user guide asks for an integer and a
   float in a file usually means a computed or mistyped value;
-* lists, objects and :class:`~wave_actors.config.model.ToolOverride` must be
+* lists, objects and :class:`~wave_actors._config.model.ToolOverride` must be
   JSON arrays / objects before cattrs' own hook walks their items.
 
 ``null`` is accepted as "absent" for the optional fields of :class:`RawEntry`
@@ -33,7 +33,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from wave_actors.config.model import DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS, ToolOverride
+from wave_actors._config.model import DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS, ToolOverride
 
 __all__ = [
     "CONVERTER",
@@ -55,7 +55,7 @@ class RawEntry:
     """One entry's fields as written, type-checked but not yet interpreted.
 
     Which transport the entry means, whether the fields fit it, expansion and
-    the fingerprint are decided afterwards (:mod:`wave_actors.config.entry`).
+    the fingerprint are decided afterwards (:mod:`wave_actors._config.entry`).
     """
 
     type: str | None = None

@@ -1,6 +1,6 @@
 """``wave-actors demo``: a self-contained walkthrough of the guarantees, on bundled servers.
 
-One :class:`~wave_actors.host.Host`, two sessions, no configuration read: the
+One :class:`~wave_actors._host.Host`, two sessions, no configuration read: the
 servers are constructor entries for the bundled stdlib fault server and the
 MCP SDK's reference server, and the host's home and the sessions' workdir are
 empty temporary directories. Each step says what it expects, checks it and
@@ -10,7 +10,7 @@ Processes are counted with psutil: the descendants of this process, plus any
 process whose environment carries this run's marker (every server entry
 overlays it, and servers pass their environment to their children), which
 finds ``setsid`` or re-parented grandchildren too. Only processes tagged by
-the runtime's :data:`~wave_actors.transport.proctree.FAMILY_VARIABLE` and this
+the runtime's :data:`~wave_actors._transport.proctree.FAMILY_VARIABLE` and this
 run's marker count, so other wave-actors programs never do.
 """
 
@@ -29,14 +29,14 @@ import attrs
 import psutil
 import trio
 
-from wave_actors.cli import EXIT_FAILURE, EXIT_OK, one_line, run_unwrapped, status_table
-from wave_actors.errors import ServerUnavailable, WaveActorsError
-from wave_actors.host import Host
-from wave_actors.session import Session
-from wave_actors.status import ServerState
+from wave_actors._cli import EXIT_FAILURE, EXIT_OK, one_line, run_unwrapped, status_table
+from wave_actors._errors import ServerUnavailable, WaveActorsError
+from wave_actors._host import Host
+from wave_actors._session import Session
+from wave_actors._status import ServerState
 from wave_actors.testing import fault_server_entry, reference_server_entry
-from wave_actors.tools import LoadMode
-from wave_actors.transport.proctree import FAMILY_VARIABLE
+from wave_actors._tools import LoadMode
+from wave_actors._transport.proctree import FAMILY_VARIABLE
 
 __all__ = ["run_demo"]
 

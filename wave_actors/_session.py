@@ -5,7 +5,7 @@ A session registers every configured server as an actor and spawns nothing
 dialed (R-DIAL-2); explicit ``connect`` / ``disconnect`` override the lazy
 rules (R-DIAL-5, R-DIAL-6). Every actor's task lives in the session's nursery,
 so closing the session — leaving :func:`open_session`, or
-:meth:`Host.destroy_session <wave_actors.host.Host.destroy_session>` —
+:meth:`Host.destroy_session <wave_actors._host.Host.destroy_session>` —
 cancels every dial and connection and returns only after every process they
 started is reclaimed (R-RACE-2, R-KILL-4).
 """
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from wave_actors.actor import ServerActor
-from wave_actors.config import Diagnostic, LoadedConfig, ServerConfig, TrustMode, load_config
-from wave_actors.errors import DialError, ServerDisabled, ServerUnavailable, UnknownServer, UnknownTool, WaveActorsError
-from wave_actors.options import SessionOptions
-from wave_actors.status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
-from wave_actors.tools import LoadMode, ToolDeclaration, assign_names, full_declarations
+from wave_actors._actor import ServerActor
+from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TrustMode, load_config
+from wave_actors._errors import DialError, ServerDisabled, ServerUnavailable, UnknownServer, UnknownTool, WaveActorsError
+from wave_actors._options import SessionOptions
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._tools import LoadMode, ToolDeclaration, assign_names, full_declarations
 
 if TYPE_CHECKING:
     import mcp_types
@@ -58,7 +58,7 @@ class ReconfigureResult:
 class Session:
     """The MCP servers of one conversation (R-HOST-1).
 
-    Create one with :meth:`Host.create_session <wave_actors.host.Host.create_session>`
+    Create one with :meth:`Host.create_session <wave_actors._host.Host.create_session>`
     or :func:`open_session`; never directly.
     """
 
@@ -418,8 +418,8 @@ class Session:
     async def aclose(self) -> None:
         """Close the session and return once every process it started is gone (R-KILL-4).
 
-        For a session of a :class:`~wave_actors.host.Host` this is
-        :meth:`Host.destroy_session <wave_actors.host.Host.destroy_session>`
+        For a session of a :class:`~wave_actors._host.Host` this is
+        :meth:`Host.destroy_session <wave_actors._host.Host.destroy_session>`
         (hooks included). Idempotent. For a session of :func:`open_session`
         it closes the session and cancels the ``async with`` block; the
         reclamation completes as the block is left.

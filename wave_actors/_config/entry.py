@@ -2,7 +2,7 @@
 
 The steps, in order:
 
-1. type-check the fields (:mod:`wave_actors.config.converter`);
+1. type-check the fields (:mod:`wave_actors._config.converter`);
 2. decide the transport: ``type`` as written (``streamable-http`` is read as
    ``http``), else ``stdio`` when there is a ``command`` and ``http`` when
    there is a ``url`` -- never ``sse`` by guess (R-CFG-2). An unknown ``type``
@@ -38,12 +38,12 @@ from typing import Final, cast
 
 import attrs
 
-from wave_actors.config.converter import ENTRY_FIELDS, EntryInvalid, RawEntry, describe_value, structure_strictly
-from wave_actors.config.expand import expand_variables
-from wave_actors.config.fingerprint import connection_fingerprint
-from wave_actors.config.model import Diagnostic, ServerConfig, Severity, Source, ToolOverride, TransportType
-from wave_actors.config.sources import resolve_workdir
-from wave_actors.errors import ConfigError
+from wave_actors._config.converter import ENTRY_FIELDS, EntryInvalid, RawEntry, describe_value, structure_strictly
+from wave_actors._config.expand import expand_variables
+from wave_actors._config.fingerprint import connection_fingerprint
+from wave_actors._config.model import Diagnostic, ServerConfig, Severity, Source, ToolOverride, TransportType
+from wave_actors._config.sources import resolve_workdir
+from wave_actors._errors import ConfigError
 
 __all__ = ["EXPANDED_SOURCES", "ParsedEntry", "parse_entry", "server_config"]
 
@@ -115,7 +115,7 @@ def parse_entry(
     :param source: decides whether ``${VAR}`` is expanded (:data:`EXPANDED_SOURCES`).
     :param origin: the file path or plugin name, for diagnostics and the record.
     :param workdir: the *resolved* project directory (see
-        :func:`~wave_actors.config.sources.resolve_workdir`).
+        :func:`~wave_actors._config.sources.resolve_workdir`).
     :param environ: the variables ``${VAR}`` expands from.
     """
     report = _Report(name, source, origin)
@@ -139,7 +139,7 @@ def server_config(
 
     For hosts that add or replace a single entry (R-STORE-3, validation before
     write) and for constructor entries. The rules are those of
-    :func:`~wave_actors.config.load_config`; warnings (an unset ``${VAR}``, an
+    :func:`~wave_actors._config.load_config`; warnings (an unset ``${VAR}``, an
     ignored field) do not fail the entry and are logged.
 
     :param name: the server's name.

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Final
 
-from wave_actors.config.model import ServerConfig
+from wave_actors._config.model import ServerConfig
 
 __all__ = ["CONNECTION_FIELDS", "FINGERPRINT_LENGTH", "connection_fingerprint"]
 

@@ -5,8 +5,8 @@ because reclamation is the point of this library (R-KILL-1, R-KILL-2): the SDK
 kills the process group but not ``setsid`` descendants, waits a fixed 2 s
 after stdin EOF even when the dial was cancelled, and writes stderr to a file
 object instead of a bounded log. Here the family is tagged at spawn
-(:data:`~wave_actors.transport.proctree.FAMILY_VARIABLE`) and reclaimed by
-:func:`~wave_actors.transport.proctree.reclaim` with configurable graces.
+(:data:`~wave_actors._transport.proctree.FAMILY_VARIABLE`) and reclaimed by
+:func:`~wave_actors._transport.proctree.reclaim` with configurable graces.
 
 Protocol on stdout, one JSON-RPC message per line; logs on stderr, never parsed
 (R-CFG-9).
@@ -25,10 +25,10 @@ import anyio
 import attrs
 import trio
 
-from wave_actors.config import ServerConfig
-from wave_actors.errors import DialError
-from wave_actors.transport.proctree import FAMILY_VARIABLE, Graces, family_tag, reclaim
-from wave_actors.transport.stderr import StderrLog
+from wave_actors._config import ServerConfig
+from wave_actors._errors import DialError
+from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag, reclaim
+from wave_actors._transport.stderr import StderrLog
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream

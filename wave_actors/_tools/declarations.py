@@ -1,6 +1,6 @@
 """What the model is shown: tool declarations built from live statuses (R-TOOL-1..3).
 
-Pure functions over :class:`~wave_actors.status.ServerStatus` values: no I/O,
+Pure functions over :class:`~wave_actors._status.ServerStatus` values: no I/O,
 so the same statuses always give byte-identical declarations.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from wave_actors.frozen import freeze_mapping
-from wave_actors.status import ServerState, ServerStatus
-from wave_actors.tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
+from wave_actors._frozen import freeze_mapping
+from wave_actors._status import ServerState, ServerStatus
+from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 
 __all__ = ["LoadMode", "ToolDeclaration", "full_declarations"]
 

@@ -3,7 +3,7 @@
 ``reduce(state, message) -> (state, effects)`` decides everything about one
 server's connection: whether a dial starts, which transport generation is
 current, what a crash or a stale close means. It performs no I/O and knows no
-trio, so every race rule is a plain unit test. :class:`~wave_actors.actor.actor.ServerActor`
+trio, so every race rule is a plain unit test. :class:`~wave_actors._actor.actor.ServerActor`
 feeds it messages one at a time (its mailbox) and carries out the effects.
 
 Generations. Every transport attempt has a generation number: the incarnation
@@ -22,8 +22,8 @@ from typing import Any
 
 import attrs
 
-from wave_actors.frozen import empty_mapping, freeze_mapping
-from wave_actors.status import ServerState
+from wave_actors._frozen import empty_mapping, freeze_mapping
+from wave_actors._status import ServerState
 
 __all__ = [
     "ActorState",

@@ -3,7 +3,7 @@
 :func:`load_config` reads every source, judges every entry on its own, then
 lets precedence pick one definition per name. It never raises for what the
 configuration says (R-CFG-4): a bad file or entry becomes a
-:class:`~wave_actors.config.model.Diagnostic` and the rest loads.
+:class:`~wave_actors._config.model.Diagnostic` and the rest loads.
 
 Decisions where the specification is silent:
 
@@ -29,12 +29,12 @@ from typing import Final, cast
 
 import attrs
 
-from wave_actors.config.converter import describe_value
-from wave_actors.config.entry import ParsedEntry, parse_entry
-from wave_actors.config.merge import pick_winners
-from wave_actors.config.model import Diagnostic, LoadedConfig, ServerConfig, Severity, Source
-from wave_actors.config.sources import default_home, project_file, read_source_file, resolve_workdir, user_file
-from wave_actors.config.trust import TRUST_MODES, TrustMode, read_project_approval
+from wave_actors._config.converter import describe_value
+from wave_actors._config.entry import ParsedEntry, parse_entry
+from wave_actors._config.merge import pick_winners
+from wave_actors._config.model import Diagnostic, LoadedConfig, ServerConfig, Severity, Source
+from wave_actors._config.sources import default_home, project_file, read_source_file, resolve_workdir, user_file
+from wave_actors._config.trust import TRUST_MODES, TrustMode, read_project_approval
 
 __all__ = ["CONSTRUCTOR_ORIGIN", "load_config"]
 

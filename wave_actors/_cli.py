@@ -21,12 +21,12 @@ The parser is the standard library's :mod:`argparse`: five subcommands with a
 handful of options need no dependency, and ``--help`` comes for free.
 
 ``servers`` must start fast and dial nothing, so this module imports only
-:mod:`wave_actors.config` (neither ``trio`` nor ``mcp``) at module level; the
+:mod:`wave_actors._config` (neither ``trio`` nor ``mcp``) at module level; the
 subcommands that dial import the runtime inside their own functions, and the
 MCP SDK is imported by the first dial. (Importing the ``wave_actors`` package
 itself still imports ``trio`` through its public re-exports: about 0.2 s.)
 
-``demo`` lives in :mod:`wave_actors.demo`.
+``demo`` lives in :mod:`wave_actors._demo`.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast
 
-from wave_actors.config import Diagnostic, LoadedConfig, ServerConfig, TransportType, load_config
+from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TransportType, load_config
 
 if TYPE_CHECKING:
     import mcp_types
 
-    from wave_actors.session import Session
-    from wave_actors.status import ServerStatus, SessionSnapshot
+    from wave_actors._session import Session
+    from wave_actors._status import ServerStatus, SessionSnapshot
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main", "run_unwrapped", "status_table"]
 
@@ -322,7 +322,7 @@ def run_unwrapped(function: Any, *args: object) -> Any:
 
 @asynccontextmanager
 async def _session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
-    from wave_actors.session import open_session
+    from wave_actors._session import open_session
 
     async with open_session(workdir=_workdir(arguments), home=_home(arguments)) as session:
         yield session
@@ -349,7 +349,7 @@ def _check_usable(session: Session, name: str) -> None:
 
 
 async def _connect(session: Session, name: str) -> ServerStatus:
-    from wave_actors.errors import WaveActorsError
+    from wave_actors._errors import WaveActorsError
 
     _check_usable(session, name)
     for diagnostic in session.diagnostics:
@@ -422,7 +422,7 @@ def _content_text(result: mcp_types.CallToolResult) -> str:
 
 
 async def _call(arguments: argparse.Namespace, out: TextIO) -> int:
-    from wave_actors.errors import WaveActorsError
+    from wave_actors._errors import WaveActorsError
 
     server = cast(str, arguments.server)
     tool = cast(str, arguments.tool)
@@ -509,7 +509,7 @@ async def _watch(arguments: argparse.Namespace, out: TextIO) -> int:
 
 
 def _demo(arguments: argparse.Namespace, out: TextIO) -> int:
-    from wave_actors.demo import run_demo
+    from wave_actors._demo import run_demo
 
     return run_demo(out, as_json=cast(bool, arguments.json))
 
@@ -534,7 +534,7 @@ def _configure_logging() -> None:
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    logging.getLogger("wave_actors.session").setLevel(logging.ERROR)
+    logging.getLogger("wave_actors._session").setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -565,6 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.flush()
         sys.stderr.write(f"{_PROGRAM}: interrupted; every server process was reclaimed\n")
         return EXIT_OK if command == "watch" else EXIT_FAILURE
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,7 @@
 """Configuration records: what one MCP server entry *is* once loaded.
 
 Everything here is frozen. A :class:`ServerConfig` is produced by
-:func:`wave_actors.config.load_config` (or :func:`server_config` for one entry)
+:func:`wave_actors._config.load_config` (or :func:`server_config` for one entry)
 and never changes afterwards; a changed file produces a new record with a new
 :attr:`ServerConfig.fingerprint`.
 """
@@ -14,7 +14,7 @@ from typing import Final
 
 import attrs
 
-from wave_actors.frozen import freeze_mapping
+from wave_actors._frozen import freeze_mapping
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_MS",

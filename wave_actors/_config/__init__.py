@@ -10,10 +10,10 @@ before they are written.
 This package imports neither ``mcp`` nor ``trio``: listing servers must stay fast.
 """
 
-from wave_actors.config.entry import server_config as server_config
-from wave_actors.config.fingerprint import connection_fingerprint as connection_fingerprint
-from wave_actors.config.loader import load_config as load_config
-from wave_actors.config.model import (
+from wave_actors._config.entry import server_config as server_config
+from wave_actors._config.fingerprint import connection_fingerprint as connection_fingerprint
+from wave_actors._config.loader import load_config as load_config
+from wave_actors._config.model import (
     DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TOOL_TIMEOUT_MS,
     MAX_TOOL_TIMEOUT_MS as MAX_TOOL_TIMEOUT_MS,
     Diagnostic as Diagnostic,
@@ -24,5 +24,5 @@ from wave_actors.config.model import (
     ToolOverride as ToolOverride,
     TransportType as TransportType,
 )
-from wave_actors.config.trust import TrustMode as TrustMode
-from wave_actors.errors import ConfigError as ConfigError
+from wave_actors._config.trust import TrustMode as TrustMode
+from wave_actors._errors import ConfigError as ConfigError

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 import trio
 
-from wave_actors.config import ServerConfig, TransportType
-from wave_actors.errors import ConfigError, DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
-from wave_actors.transport.proctree import Graces
-from wave_actors.transport.stderr import StderrLog
+from wave_actors._config import ServerConfig, TransportType
+from wave_actors._errors import ConfigError, DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
+from wave_actors._transport.proctree import Graces
+from wave_actors._transport.stderr import StderrLog
 
 if TYPE_CHECKING:
     import mcp_types
@@ -384,7 +384,7 @@ async def _open_streams(
     """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
     transport = config.transport
     if transport is TransportType.STDIO:
-        from wave_actors.transport.stdio import open_stdio_transport
+        from wave_actors._transport.stdio import open_stdio_transport
 
         async with open_stdio_transport(
             config, graces=options.graces, on_lost=on_lost, stderr_lines=options.stderr_lines

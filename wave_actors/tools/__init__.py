@@ -1,9 +1,0 @@
-"""Tools: naming, schema sanitizing and declarations. Pure functions, no I/O."""
-
-from wave_actors.tools.declarations import (
-    LoadMode as LoadMode,
-    ToolDeclaration as ToolDeclaration,
-    full_declarations as full_declarations,
-)
-from wave_actors.tools.naming import assign_names as assign_names, normalize as normalize
-from wave_actors.tools.schema import sanitize_schema as sanitize_schema
