@@ -11,22 +11,24 @@ Generic on purpose: nothing here knows about MCP or about ``wave_actors``
 its jitter from an injectable ``random.Random``, so it runs deterministically
 under ``trio.testing.MockClock``.
 
-Only one-for-one supervision is provided: each child is restarted alone.
+A :class:`Strategy` chosen per supervisor decides which siblings a restart
+takes along (one-for-one, one-for-all, rest-for-one), and an optional
+supervisor-wide :class:`RestartIntensity` bounds the restarts of all children
+together. ``supervisors/README.md`` maps all of it to Erlang/OTP.
 """
 
 from ._backoff import Backoff as Backoff
-from ._errors import ChildAbandoned as ChildAbandoned
-from ._errors import ChildNotStarted as ChildNotStarted
-from ._errors import RestartIntensityExceeded as RestartIntensityExceeded
-from ._errors import SupervisorError as SupervisorError
-from ._errors import UnknownChild as UnknownChild
-from ._events import ChildEvent as ChildEvent
-from ._events import EventKind as EventKind
-from ._events import EventSubscription as EventSubscription
+from ._errors import (
+    ChildAbandoned as ChildAbandoned,
+    ChildNotStarted as ChildNotStarted,
+    RestartIntensityExceeded as RestartIntensityExceeded,
+    SiblingRestart as SiblingRestart,
+    SupervisorError as SupervisorError,
+    UnknownChild as UnknownChild,
+)
+from ._events import ChildEvent as ChildEvent, EventKind as EventKind, EventSubscription as EventSubscription
 from ._intensity import RestartIntensity as RestartIntensity
-from ._spec import ChildContext as ChildContext
-from ._spec import ChildSpec as ChildSpec
-from ._spec import Restart as Restart
-from ._status import ChildState as ChildState
-from ._status import ChildStatus as ChildStatus
+from ._spec import ChildContext as ChildContext, ChildSpec as ChildSpec, Restart as Restart
+from ._status import ChildState as ChildState, ChildStatus as ChildStatus
+from ._strategy import Strategy as Strategy
 from ._supervisor import Supervisor as Supervisor

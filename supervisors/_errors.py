@@ -42,9 +42,33 @@ class ChildAbandoned(SupervisorError):
 
 
 class RestartIntensityExceeded(SupervisorError):
-    """A child crashed more often than its restart intensity allows, and the
-    supervisor was opened with ``escalate=True``.
+    """The supervisor gave up on all its children: too many restarts.
 
-    Raised out of ``async with Supervisor.open(...)`` after every other child
-    was stopped; ``__cause__`` is the child's last error.
+    Either the restarts of all children together exceeded the
+    ``supervisor_intensity`` the supervisor was opened with (OTP's MaxR/MaxT),
+    or one child exceeded its own intensity and the supervisor was opened with
+    ``escalate=True``. Raised out of ``async with Supervisor.open(...)`` after
+    the block's body was cancelled and every child was stopped; ``__cause__``
+    is the last error of the child whose exit spent the budget.
     """
+
+
+class SiblingRestart(SupervisorError):
+    """Why a child was stopped by its supervisor's strategy: a sibling is restarted.
+
+    Under ``one_for_all`` or ``rest_for_one``, a child that is up when a
+    sibling's exit leads to a restart is stopped, and restarted after it
+    (unless it is temporary). This is the ``error`` of its ``STOPPED`` and
+    ``RESTARTING`` events and of its status meanwhile. It is never raised.
+    ``__cause__`` is the sibling's error (``None`` for a permanent child that
+    returned).
+
+    :param message: what happened, naming the sibling and its incarnation.
+    :param sibling: the name of the child whose exit caused the restart.
+    :param incarnation: the sibling's incarnation that exited.
+    """
+
+    def __init__(self, message: str, *, sibling: str, incarnation: int) -> None:
+        super().__init__(message)
+        self.sibling = sibling
+        self.incarnation = incarnation

@@ -6,10 +6,11 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from supervisors import Backoff, ChildContext, ChildEvent, EventKind, EventSubscription
+from supervisors import Backoff, ChildContext, ChildEvent, EventKind, EventSubscription, RestartIntensity
 
 Run = Callable[[ChildContext], Awaitable[object]]
 NO_DELAY = Backoff(initial=0.0, jitter=0.0)
+GENEROUS = RestartIntensity(max_restarts=1000, period=1.0)
 
 
 class Boom(Exception):
@@ -45,3 +46,22 @@ async def wait_for(events: EventSubscription, kind: EventKind) -> ChildEvent:
             if event.kind is kind:
                 return event
     raise AssertionError(f"the event stream ended before a {kind.name} event")
+
+
+def ignores_cancellation_for(seconds: float) -> Run:
+    """A child whose cleanup, once cancelled, is stuck in a shielded scope for ``seconds``."""
+
+    async def run(context: ChildContext) -> None:
+        context.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(seconds)
+
+    return run
+
+
+def timeline(events: list[ChildEvent]) -> list[tuple[EventKind, str, int, float]]:
+    """Events as ``(kind, name, incarnation, time)``: what happened to whom, and when."""
+    return [(event.kind, event.name, event.incarnation, event.time) for event in events]

@@ -11,8 +11,8 @@ from supervisors import (
     Backoff,
     ChildContext,
     ChildSpec,
-    EventKind,
     ChildState,
+    EventKind,
     EventSubscription,
     Restart,
     RestartIntensity,
@@ -99,10 +99,9 @@ async def test_iteration_ends_once_the_supervisor_closed_and_the_buffer_is_drain
             received.append(event.kind)
 
     with trio.fail_after(10):  # the reader must end on its own for the nursery to exit
-        async with trio.open_nursery() as nursery:
-            async with Supervisor.open() as supervisor:
-                nursery.start_soon(reader, supervisor.subscribe())
-                await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        async with trio.open_nursery() as nursery, Supervisor.open() as supervisor:
+            nursery.start_soon(reader, supervisor.subscribe())
+            await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
     assert trio.current_time() == 0
     assert received == [EventKind.STARTED, EventKind.STOPPED]
 

@@ -21,6 +21,8 @@ PUBLIC_NAMES = {
     "Restart",
     "RestartIntensity",
     "RestartIntensityExceeded",
+    "SiblingRestart",
+    "Strategy",
     "Supervisor",
     "SupervisorError",
     "UnknownChild",

@@ -5,8 +5,7 @@ from __future__ import annotations
 from random import Random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from supervisors import Backoff, ChildSpec, RestartIntensity
 

@@ -6,6 +6,7 @@ virtual and exact.
 
 from __future__ import annotations
 
+import itertools
 from random import Random
 
 import pytest
@@ -29,7 +30,6 @@ from supervisors import (
     SupervisorError,
     UnknownChild,
 )
-
 
 GENEROUS = RestartIntensity(max_restarts=100, period=1.0)
 
@@ -186,7 +186,7 @@ async def test_restart_delays_are_the_seeded_backoff_sequence(
     ]
     assert [event.delay for event in restarting[:6]] == expected
     started_times = [event.time for event in recorded if event.kind is EventKind.STARTED]
-    gaps = [later - earlier for earlier, later in zip(started_times, started_times[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(started_times)]
     assert gaps[:6] == pytest.approx(expected)
 
 
@@ -351,7 +351,7 @@ async def test_start_child_refuses_a_name_that_is_still_running(
 ) -> None:
     async with Supervisor.open() as supervisor:
         await supervisor.start_child(ChildSpec("child", serve_forever))
-        with pytest.raises(SupervisorError, match="'child'.*still running"):
+        with pytest.raises(SupervisorError, match=r"'child'.*still running"):
             await supervisor.start_child(ChildSpec("child", serve_forever))
 
 

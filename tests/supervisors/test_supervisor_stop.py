@@ -10,9 +10,18 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 import trio.testing
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever, wait_for
+from hypothesis import given, settings, strategies as st
+from supervisor_support import (
+    GENEROUS,
+    NO_DELAY,
+    Boom,
+    Run,
+    crashes_after,
+    drained,
+    ignores_cancellation_for,
+    serve_forever,
+    wait_for,
+)
 
 from supervisors import (
     Backoff,
@@ -23,27 +32,9 @@ from supervisors import (
     ChildState,
     EventKind,
     Restart,
-    RestartIntensity,
     Supervisor,
     SupervisorError,
 )
-
-
-GENEROUS = RestartIntensity(max_restarts=1000, period=1.0)
-
-
-def ignores_cancellation_for(seconds: float) -> Run:
-    """A child whose cleanup is stuck in a shielded scope for ``seconds``."""
-
-    async def run(context: ChildContext) -> None:
-        context.started()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(seconds)
-
-    return run
 
 
 async def test_stop_during_backoff_cancels_the_pending_restart(
