@@ -1,9 +1,12 @@
 """wave-actors: supervised, leak-proof MCP server connections for multi-session agent hosts.
 
-Everything public is re-exported here; submodules are private. Importing this
-package does not import the MCP SDK: that happens on the first dial.
+Everything public is re-exported here, and :mod:`wave_actors.testing` offers
+MCP servers and process checks for host authors' test suites; every other
+module (their names start with ``_``) is private and may change. Importing
+this package does not import the MCP SDK: that happens on the first dial.
 """
 
+from wave_actors._actor.machine import Transition as Transition
 from wave_actors._config import (
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
@@ -11,6 +14,9 @@ from wave_actors._config import (
     ServerConfig as ServerConfig,
     Severity as Severity,
     Source as Source,
+    ToolOverride as ToolOverride,
+    TransportType as TransportType,
+    TrustMode as TrustMode,
     load_config as load_config,
 )
 from wave_actors._errors import (
@@ -25,12 +31,18 @@ from wave_actors._errors import (
 )
 from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
 from wave_actors._options import SessionOptions as SessionOptions
-from wave_actors._session import ReconfigureResult as ReconfigureResult, Session as Session, open_session as open_session
+from wave_actors._parameters import ServerEntries as ServerEntries
+from wave_actors._reconfigure import ReconfigureResult as ReconfigureResult
+from wave_actors._session import Session as Session, open_session as open_session
 from wave_actors._status import (
     ServerState as ServerState,
     ServerStatus as ServerStatus,
     SessionSnapshot as SessionSnapshot,
     ToolInfo as ToolInfo,
 )
+from wave_actors._surface import fixup_module_metadata as _fixup_module_metadata
 from wave_actors._tools import LoadMode as LoadMode, ToolDeclaration as ToolDeclaration
 from wave_actors._transport import Graces as Graces, TransportOptions as TransportOptions
+
+_fixup_module_metadata(__name__, globals())
+del _fixup_module_metadata

@@ -9,19 +9,23 @@ never be skipped by an earlier failure (R-KILL-3).
 
 from __future__ import annotations
 
+import itertools
 import logging
-from functools import partial
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import final
 
 import attrs
 import trio
 
 from wave_actors._config import TrustMode
 from wave_actors._errors import WaveActorsError
+from wave_actors._lifecycle import SessionLifecycle
 from wave_actors._options import SessionOptions
-from wave_actors._session import ServerEntries, Session
+from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._session import Session, open_owned_session
+from wave_actors._surface import NoPublicConstructor
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
 
@@ -43,15 +47,8 @@ class PendingDestroy:
     requested_at: float
 
 
-@attrs.define(eq=False)
-class _Running:
-    session: Session
-    close: trio.Event = attrs.field(factory=trio.Event)
-    finished: trio.Event = attrs.field(factory=trio.Event)
-    destroying: trio.Event | None = None
-
-
-class Host:
+@final
+class Host(metaclass=NoPublicConstructor):
     """Owns many sessions and their servers for the life of a process (R-HOST-1).
 
     Open it with :meth:`open`; leaving the block destroys every remaining session.
@@ -71,9 +68,10 @@ class Host:
         self._options = options
         self._hooks = tuple(before_destroy)
         self._hook_timeout = hook_timeout
-        self._sessions: dict[str, _Running] = {}
+        self._sessions: dict[str, tuple[Session, SessionLifecycle]] = {}
         self._pending: dict[str, PendingDestroy] = {}
         self._reserved: set[str] = set()
+        self._versions = itertools.count(1)  # one sequence for every session's snapshots (R-HOST-2)
         self._closing = False
 
     @classmethod
@@ -96,7 +94,7 @@ class Host:
         :param hook_timeout: seconds each hook may take.
         """
         async with trio.open_nursery() as nursery:
-            host = cls(
+            host = cls._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
                 nursery=nursery,
                 home=Path(home) if home is not None else None,
                 options=options,
@@ -124,6 +122,9 @@ class Host:
     ) -> Session:
         """Create a session: every configured server is registered, nothing is spawned (R-DIAL-1).
 
+        The configuration is read in a worker thread, so a large or slow file
+        never stalls the host's other sessions (R-CFG-11).
+
         :param workdir: the project directory (its ``.mcp.json`` is a config source).
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
         :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
@@ -136,50 +137,41 @@ class Host:
             raise WaveActorsError("the host is closing; no new sessions")
         if session_id is not None and (session_id in self._sessions or session_id in self._reserved):
             raise WaveActorsError(f"a session with id {session_id!r} exists already")
-        if session_id is not None:
-            self._reserved.add(session_id)  # two concurrent creates must not both get it
+        parameters = session_parameters(
+            workdir=workdir,
+            home=self._home,
+            mcp_servers=mcp_servers,
+            plugins=plugins,
+            trust=trust,
+            options=options or self._options,
+            session_id=session_id,
+        )
+        self._reserved.add(parameters.session_id)  # two concurrent creates must not both get it
         try:
-            session: Session = await self._nursery.start(
-                self._run_session,
-                {
-                    "workdir": workdir,
-                    "home": self._home,
-                    "mcp_servers": mcp_servers,
-                    "plugins": tuple(plugins),
-                    "trust": trust,
-                    "options": options or self._options,
-                    "session_id": session_id,
-                },
-            )
+            session: Session = await self._nursery.start(self._run_session, parameters)
         finally:
-            self._reserved.discard(session_id or "")
+            self._reserved.discard(parameters.session_id)
         return session
 
     async def _run_session(
-        self, arguments: dict[str, object], *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+        self, parameters: SessionParameters, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        running: _Running | None = None
-        try:
-            async with Session._open(**arguments) as session:  # type: ignore[arg-type]  # pyright: ignore
-                running = _Running(session)
-                self._sessions[session.id] = running
-                session._destroy = partial(self.destroy_session, session.id)  # pyright: ignore[reportPrivateUsage]
-                task_status.started(session)
-                await running.close.wait()
-        finally:
-            if running is not None:
-                running.finished.set()
+        """The session's task: it lives until :meth:`destroy_session` closes the session's scope."""
+        async with open_owned_session(parameters, owner=self, versions=self._versions) as (session, lifecycle):
+            self._sessions[session.id] = (session, lifecycle)
+            task_status.started(session)
+            await trio.sleep_forever()  # ends when lifecycle.close() cancels the session's scope
 
     def get_session(self, session_id: str) -> Session:
         """The live session with that id.
 
         :raises KeyError: no such session (never created, or destroyed).
         """
-        return self._sessions[session_id].session
+        return self._sessions[session_id][0]
 
     def sessions(self) -> list[Session]:
         """Every live session, in creation order."""
-        return [running.session for running in self._sessions.values()]
+        return [session for session, _ in self._sessions.values()]
 
     def pending_destroys(self) -> list[PendingDestroy]:
         """Destroys waiting for a reconfigure to end: queued, never dropped (R-KILL-5)."""
@@ -193,30 +185,43 @@ class Host:
         (R-KILL-4). A destroy requested during a reconfigure of the session
         is queued until it ends (R-KILL-5).
 
+        The whole chain, shielded from the caller's cancellation:
+
+        1. ``lifecycle.begin_destroy()``: the session enters ``DESTROYING``; no
+           reconfigure may start. A second destroy waits for step 6 instead.
+        2. A running reconfigure is waited for, listed meanwhile in
+           :meth:`pending_destroys` (R-KILL-5).
+        3. The ``before_destroy`` hooks run, each bounded; failures are logged (R-KILL-3).
+        4. ``lifecycle.close()``: ``CLOSED``; every actor refuses commands and
+           releases its waiters; the session's cancel scope is cancelled.
+        5. Each actor's task is cancelled inside its supervisor, which stops the
+           transport child; leaving ``open_connection`` closes the MCP session
+           and, for stdio, reclaims the whole process family: stdin EOF, grace,
+           SIGTERM, grace, SIGKILL, shielded and bounded (R-KILL-1, R-KILL-2).
+        6. The session's nursery exits once every such task has; the session's
+           task here ends; ``lifecycle.wait_closed()`` returns (R-KILL-4).
+
         :param session_id: the session's id.
         """
-        running = self._sessions.get(session_id)
-        if running is None:
+        entry = self._sessions.get(session_id)
+        if entry is None:
             return
-        if running.destroying is not None:
-            await running.finished.wait()
-            return
-        running.destroying = trio.Event()
-        session = running.session
-        session._destroying = True  # pyright: ignore[reportPrivateUsage]  # no reconfigure may start now
+        session, lifecycle = entry
         with trio.CancelScope(shield=True):
-            if session.reconfiguring:
+            if not lifecycle.begin_destroy():
+                await lifecycle.wait_closed()
+                return
+            if lifecycle.reconfiguring:
                 self._pending[session_id] = PendingDestroy(session_id, trio.current_time())
                 logger.info("session %s: destroy queued until its reconfigure ends", session_id)
                 try:
-                    await session.wait_reconfigured()
+                    await lifecycle.wait_reconfigured()
                 finally:
                     del self._pending[session_id]
             for hook in self._hooks:
                 await self._run_hook(hook, session)
-            session._close()  # pyright: ignore[reportPrivateUsage]
-            running.close.set()
-            await running.finished.wait()
+            lifecycle.close()
+            await lifecycle.wait_closed()
             self._sessions.pop(session_id, None)
 
     async def _run_hook(self, hook: DestroyHook, session: Session) -> None:
@@ -226,7 +231,9 @@ class Host:
         except trio.TooSlowError:
             logger.warning(
                 "session %s: before_destroy hook %r overran %g s; destroying anyway",
-                session.id, hook, self._hook_timeout,
+                session.id,
+                hook,
+                self._hook_timeout,
             )
         except Exception:
             logger.warning("session %s: before_destroy hook %r failed; destroying anyway", session.id, hook, exc_info=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from supervisors import Backoff, RestartIntensity
+from wave_actors._actor.machine import Transition
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
 from wave_actors._transport import TransportOptions
 
@@ -22,6 +25,10 @@ class SessionOptions:
     :param seed: seeds the backoff jitter (``None``: unpredictable).
     :param dropped_schema_keywords: JSON Schema keywords stripped from declared
         input schemas (R-TOOL-2).
+    :param transition_observer: called synchronously with a :class:`~wave_actors.Transition`
+        for every message any server's state machine handles, in order; for
+        tests and audits. It must not block or raise (an exception propagates
+        into the server's task).
     """
 
     dial_timeout: float = 30.0
@@ -30,3 +37,4 @@ class SessionOptions:
     reconnect_intensity: RestartIntensity = RestartIntensity(max_restarts=5, period=120.0)
     seed: int | None = None
     dropped_schema_keywords: frozenset[str] = DEFAULT_DROPPED_KEYWORDS
+    transition_observer: Callable[[Transition], None] | None = None

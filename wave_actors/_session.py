@@ -4,106 +4,98 @@ A session registers every configured server as an actor and spawns nothing
 (R-DIAL-1). ``prepare_turn`` dials, concurrently, the servers that were never
 dialed (R-DIAL-2); explicit ``connect`` / ``disconnect`` override the lazy
 rules (R-DIAL-5, R-DIAL-6). Every actor's task lives in the session's nursery,
-so closing the session — leaving :func:`open_session`, or
-:meth:`Host.destroy_session <wave_actors._host.Host.destroy_session>` —
-cancels every dial and connection and returns only after every process they
-started is reclaimed (R-RACE-2, R-KILL-4).
+so closing the session cancels every dial and connection and returns only
+after every process they started is reclaimed (R-RACE-2, R-KILL-4).
+
+Lifecycle. A session is ``OPEN``, ``RECONFIGURING``, ``DESTROYING`` or
+``CLOSED``; :mod:`wave_actors._lifecycle` holds the phase and its rules.
+
+Who owns it. :func:`open_owned_session` opens the nursery, builds the session
+and yields it with its :class:`SessionLifecycle`, the owner's only handle on
+the phase. :class:`~wave_actors.Host` is one owner (it implements
+:class:`SessionOwner`, so ``session.aclose()`` is its ``destroy_session``);
+:func:`open_session` is the other, for hosts with a single session.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
-import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
+from trio_util import AsyncValue
 
-from wave_actors._actor import ServerActor
-from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TrustMode, load_config
-from wave_actors._errors import DialError, ServerDisabled, ServerUnavailable, UnknownServer, UnknownTool, WaveActorsError
+from wave_actors._actor.actor import ServerActor
+from wave_actors._catalog import build_snapshot, unknown_tool_hint
+from wave_actors._config import Diagnostic, LoadedConfig, TrustMode
+from wave_actors._errors import (
+    DialError,
+    ServerDisabled,
+    ServerUnavailable,
+    UnknownServer,
+    UnknownTool,
+    WaveActorsError,
+)
+from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
-from wave_actors._tools import LoadMode, ToolDeclaration, assign_names, full_declarations
+from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot
+from wave_actors._surface import NoPublicConstructor
+from wave_actors._tools import LoadMode, ToolDeclaration, full_declarations
 
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["ReconfigureResult", "Session", "open_session"]
+__all__ = ["Session", "open_owned_session", "open_session"]
 
 logger = logging.getLogger(__name__)
 
-ServerEntries = Mapping[str, Mapping[str, object]]
-
-
-@attrs.frozen
-class ReconfigureResult:
-    """What :meth:`Session.reconfigure` changed (R-STORE-5).
-
-    :param added: new servers, registered ``disconnected``.
-    :param removed: servers retired: no new calls, accepted calls finished.
-    :param changed: servers whose entry changed, reloaded in place under the same name.
-    :param diagnostics: problems found while loading the new configuration.
-    """
-
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-    changed: tuple[str, ...]
-    diagnostics: tuple[Diagnostic, ...]
-
-
-class Session:
+@final
+class Session(metaclass=NoPublicConstructor):
     """The MCP servers of one conversation (R-HOST-1).
 
-    Create one with :meth:`Host.create_session <wave_actors._host.Host.create_session>`
-    or :func:`open_session`; never directly.
+    Create one with :meth:`Host.create_session <wave_actors.Host.create_session>`
+    or :func:`open_session`; ``Session(...)`` raises :class:`TypeError`.
     """
 
     def __init__(
         self,
+        parameters: SessionParameters,
+        loaded: LoadedConfig,
         *,
-        session_id: str,
-        workdir: Path,
-        home: Path | None,
-        constructor: ServerEntries | None,
-        plugins: tuple[tuple[str, ServerEntries], ...],
-        trust: TrustMode,
-        options: SessionOptions,
         nursery: trio.Nursery,
+        lifecycle: SessionLifecycle,
+        owner: SessionOwner | None,
+        versions: Iterator[int],
     ) -> None:
-        self._id = session_id
-        self._workdir = workdir
-        self._home = home
-        self._constructor = constructor
-        self._plugins = plugins
-        self._trust: TrustMode = trust
-        self._options = options
+        self._parameters = parameters
         self._nursery = nursery
+        self._owner = owner
+        self._versions = versions
+        self._lifecycle = lifecycle
+        lifecycle.on_close(self._on_close)
         self._actors: dict[str, ServerActor] = {}
         self._diagnostics: tuple[Diagnostic, ...] = ()
-        self._version = 0
+        self._version = AsyncValue(next(versions))
         self._snapshot: SessionSnapshot | None = None
-        self._tool_index: tuple[int, dict[str, tuple[str, str]]] | None = None
-        self._change: trio.Event | None = None
-        self._closed = False
-        self._destroying = False  # set by the host when a destroy begins
-        self._finished = trio.Event()
-        self._destroy: Callable[[], Awaitable[None]] | None = None
-        self._reconfiguring: trio.Event | None = None
-        self._apply_config(self._load())
+        self._register(loaded)
 
     @property
     def id(self) -> str:
         """The session's id, unique within its host."""
-        return self._id
+        return self._parameters.session_id
 
     @property
     def workdir(self) -> Path:
         """The project directory whose configuration this session uses."""
-        return self._workdir
+        return self._parameters.workdir
 
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
@@ -112,49 +104,51 @@ class Session:
 
     @property
     def closed(self) -> bool:
-        """Whether the session was closed (destroyed)."""
-        return self._closed
+        """Whether the session is closed: it refuses commands, and its processes are being (or were) reclaimed."""
+        return self._lifecycle.closed
 
     @property
     def reconfiguring(self) -> bool:
         """Whether a :meth:`reconfigure` is in progress."""
-        return self._reconfiguring is not None
+        return self._lifecycle.reconfiguring
 
-    # Configuration.
+    def _on_close(self) -> None:
+        for actor in self._actors.values():
+            actor.refuse_commands()
+        self._changed()
 
-    def _load(self) -> LoadedConfig:
-        return load_config(
-            self._workdir, home=self._home, constructor=self._constructor, plugins=self._plugins, trust=self._trust
-        )
-
-    def _apply_config(self, loaded: LoadedConfig) -> None:
+    def _register(self, loaded: LoadedConfig) -> None:
         self._diagnostics = loaded.diagnostics
         for diagnostic in loaded.diagnostics:
             logger.log(logging.WARNING if diagnostic.severity.value == "error" else logging.INFO, "%s", diagnostic)
         for name, config in loaded.servers.items():
             if name not in self._actors:
-                self._actors[name] = self._new_actor(config)
+                self._actors[name] = ServerActor(
+                    config,
+                    workdir=self.workdir,
+                    options=self._parameters.options,
+                    nursery=self._nursery,
+                    on_change=self._changed,
+                )
         self._changed()
-
-    def _new_actor(self, config: ServerConfig) -> ServerActor:
-        return ServerActor(
-            config, workdir=self._workdir, options=self._options, nursery=self._nursery, on_change=self._changed
-        )
 
     # Status.
 
     def _changed(self) -> None:
-        self._version += 1
         self._snapshot = None
-        if self._change is not None:
-            self._change.set()
-            self._change = None
+        self._version.value = next(self._versions)
 
     def snapshot(self) -> SessionSnapshot:
-        """Every server's status now, with a version that grows with every change (R-HOST-2)."""
-        if self._snapshot is None or self._snapshot.version != self._version:
-            self._snapshot = SessionSnapshot(self._version, self._statuses())
-        return self._snapshot
+        """Every server's status now, with a version that grows with every change (R-HOST-2).
+
+        Versions grow across every session of a host, so a view that keeps the
+        highest version it has seen never ignores a new session that reuses an id.
+        """
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.version != self._version.value:
+            servers = ((actor.config, actor.state) for actor in self._actors.values())
+            snapshot = self._snapshot = build_snapshot(self._version.value, servers, closed=self.closed)
+        return snapshot
 
     def servers(self) -> list[ServerStatus]:
         """Every configured server's status, sorted by name (R-HOST-1)."""
@@ -168,73 +162,56 @@ class Session:
         try:
             return self.snapshot().server(name)
         except KeyError:
-            self._actor(name)  # raises the helpful error
-            raise
+            raise UnknownServer(self._unknown_server(name)) from None
 
-    def _statuses(self) -> tuple[ServerStatus, ...]:
-        actors = sorted(self._actors.values(), key=lambda actor: actor.name)
-        names = assign_names((actor.name, tool.name) for actor in actors for tool in actor.state.tools)
-        by_pair = {pair: name for name, pair in names.items()}
-        statuses: list[ServerStatus] = []
-        for actor in actors:
-            state, config = actor.state, actor.config
-            if self._closed and state.state is not ServerState.DISABLED:
-                # Closed: whatever the actors last said, nothing is connected any more.
-                state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
-            overrides = config.tool_overrides
-            tools = tuple(
-                ToolInfo(
-                    name=by_pair[(actor.name, tool.name)],
-                    server=actor.name,
-                    tool=tool.name,
-                    description=tool.description,
-                    input_schema=tool.input_schema,
-                    read_only=(
-                        override.read_only
-                        if (override := overrides.get(tool.name)) is not None and override.read_only is not None
-                        else tool.read_only_hint
-                    ),
-                )
-                for tool in state.tools
-            )
-            statuses.append(
-                ServerStatus(
-                    name=actor.name,
-                    source=config.source,
-                    origin=config.origin,
-                    type=config.type,
-                    state=state.state,
-                    error=state.error,
-                    tools=tools,
-                    last_connected=state.last_connected,
-                    generation=state.generation,
-                    instructions=state.instructions,
-                    enabled=config.enabled,
-                    manually_disconnected=state.manually_disconnected,
-                )
-            )
-        return tuple(statuses)
-
-    async def watch(self) -> AsyncGenerator[SessionSnapshot, None]:
+    async def watch(self) -> AsyncIterator[SessionSnapshot]:
         """Yield the current snapshot, then each newer one (R-HOST-2).
 
         Snapshots that come and go while the consumer is busy are skipped, but
         the latest is never missed: after any change the consumer is handed a
         snapshot at least that new. Versions only grow. The iteration ends
-        after the session closes.
+        after the session closes, with a snapshot showing it closed.
         """
-        seen = -1
-        while True:
+        async for version in self._version.eventual_values():
             snapshot = self.snapshot()
-            if snapshot.version > seen:
-                seen = snapshot.version
-                yield snapshot
-                continue  # changed while the consumer was busy? hand over the latest now
-            if self._closed:
+            yield snapshot
+            if self.closed and snapshot.version >= version and self._version.value == snapshot.version:
                 return
-            if self._change is None:
-                self._change = trio.Event()
-            await self._change.wait()
+
+    async def wait_for(self, predicate: Callable[[SessionSnapshot], bool]) -> SessionSnapshot:
+        """Wait until ``predicate(snapshot)`` holds, and return that snapshot.
+
+        Checked at once, then after every change; it shares :meth:`watch`'s
+        mechanism, so no change is missed. Bound it with ``trio.fail_after``::
+
+            with trio.fail_after(10):
+                await session.wait_for(lambda s: s.server("git").state is ServerState.CONNECTED)
+
+        :param predicate: called synchronously with each new snapshot; it must not block.
+        :raises WaveActorsError: the session closed before the predicate held.
+        :raises Exception: whatever ``predicate`` raised (in the caller's task).
+        """
+        found: list[SessionSnapshot] = []
+        failed: list[Exception] = []
+
+        def holds(_: int) -> bool:
+            snapshot = self.snapshot()
+            try:
+                if predicate(snapshot):
+                    found.append(snapshot)
+                    return True
+            except Exception as error:  # raised in the caller's task, never in a server's
+                failed.append(error)
+                return True
+            return self.closed
+
+        if not holds(self._version.value):
+            await self._version.wait_value(holds)
+        if failed:
+            raise failed[0]
+        if not found:
+            raise WaveActorsError(f"session {self.id} closed before the awaited condition held")
+        return found[0]
 
     # Dialing.
 
@@ -247,16 +224,12 @@ class Session:
         connected servers are reused (R-DIAL-3). With nothing due this returns
         without a single checkpoint (R-DIAL-7).
         """
-        due = [actor for actor in self._actors.values() if actor.wants_lazy_dial()]
-        if not due or self._closed:
+        due = [actor for actor in self._actors.values() if actor.lazy_dial_due()]
+        if not due or self.closed:
             return
         async with trio.open_nursery() as nursery:
             for actor in due:
-                nursery.start_soon(self._lazy_dial, actor)
-
-    @staticmethod
-    async def _lazy_dial(actor: ServerActor) -> None:
-        await actor.connect(explicit=False)
+                nursery.start_soon(functools.partial(actor.connect, explicit=False))
 
     async def connect(self, name: str) -> ServerStatus:
         """Dial ``name`` now, whatever the lazy rules say (R-DIAL-5), and wait for the outcome.
@@ -269,9 +242,7 @@ class Session:
         """
         actor = self._actor(name)
         if not actor.config.enabled:
-            raise ServerDisabled(
-                f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect"
-            )
+            raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
         await actor.connect(explicit=True)
         status = self.server(name)
         if status.state is ServerState.ERROR:
@@ -290,13 +261,16 @@ class Session:
         return self.server(name)
 
     def _actor(self, name: str) -> ServerActor:
-        if self._closed:
-            raise WaveActorsError(f"session {self._id} is closed")
+        if self.closed:
+            raise WaveActorsError(f"session {self.id} is closed")
         try:
             return self._actors[name]
         except KeyError:
-            known = ", ".join(sorted(self._actors)) or "none"
-            raise UnknownServer(f"no server {name!r} in session {self._id}; configured: {known}") from None
+            raise UnknownServer(self._unknown_server(name)) from None
+
+    def _unknown_server(self, name: str) -> str:
+        known = ", ".join(sorted(self._actors)) or "none"
+        return f"no server {name!r} in session {self.id}; configured: {known}"
 
     # Tools.
 
@@ -309,7 +283,7 @@ class Session:
         """
         if mode is not LoadMode.FULL:
             raise NotImplementedError(f"load mode {mode.value!r} is not available yet; use LoadMode.FULL")
-        return full_declarations(self.snapshot().servers, self._options.dropped_schema_keywords)
+        return full_declarations(self.snapshot().servers, self._parameters.options.dropped_schema_keywords)
 
     def resolve_tool(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a model-visible name maps to (R-TOOL-1).
@@ -317,24 +291,11 @@ class Session:
         :raises UnknownTool: no listed tool has that name.
         """
         snapshot = self.snapshot()
-        if self._tool_index is None or self._tool_index[0] != snapshot.version:
-            index = {tool.name: (tool.server, tool.tool) for status in snapshot.servers for tool in status.tools}
-            self._tool_index = (snapshot.version, index)
         try:
-            return self._tool_index[1][name]
+            tool = snapshot.tool(name)
         except KeyError:
-            raise UnknownTool(f"no tool {name!r} in session {self._id}; " + self._tool_hint(name)) from None
-
-    def _tool_hint(self, name: str) -> str:
-        parts = name.split("__")
-        if len(parts) >= 3 and parts[0] == "mcp":
-            server = parts[1]
-            for status in self.snapshot().servers:
-                if status.name == server or status.name.replace("-", "_") == server:
-                    listed = ", ".join(tool.tool for tool in status.tools) or "none listed"
-                    return f"server {status.name!r} is {status.state.value}; its tools: {listed}"
-        names = ", ".join(sorted(status.name for status in self.snapshot().servers)) or "none"
-        return f"servers: {names}"
+            raise UnknownTool(f"no tool {name!r} in session {self.id}; {unknown_tool_hint(snapshot, name)}") from None
+        return tool.server, tool.tool
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6).
@@ -347,10 +308,11 @@ class Session:
         :raises UnknownTool: no such tool.
         :raises ServerUnavailable: the server is not connected, reconnecting, or was lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
-        :raises TypeError: ``arguments`` is not a mapping.
+        :raises ToolCallError: the server refused the request, or its answer was malformed.
+        :raises TypeError: ``arguments`` is not a mapping, or cannot be encoded as JSON.
         """
-        if self._closed:
-            raise ServerUnavailable(f"session {self._id} is closed; no calls")
+        if self.closed:
+            raise ServerUnavailable(f"session {self.id} is closed; no calls")
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"arguments of {name!r} must be a JSON object (a mapping), not {type(arguments).__name__}")
         server, tool = self.resolve_tool(name)
@@ -367,116 +329,79 @@ class Session:
         name; new ones are registered ``disconnected``.
 
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
-        :raises WaveActorsError: the session is closed or already reconfiguring.
+        :raises WaveActorsError: the session is closed, being destroyed, or already reconfiguring.
         """
-        if self._closed or self._destroying:
-            raise WaveActorsError(f"session {self._id} is closed or being destroyed")
-        if self._reconfiguring is not None:
-            raise WaveActorsError(f"session {self._id} is already reconfiguring")
-        self._reconfiguring = done = trio.Event()
+        self._lifecycle.begin_reconfigure()
         try:
             if mcp_servers is not None:
-                self._constructor = mcp_servers
-            loaded = self._load()
-            removed = [name for name in self._actors if name not in loaded.servers]
-            changed = [
-                name
-                for name, config in loaded.servers.items()
-                if name in self._actors
-                and (
-                    config.fingerprint != self._actors[name].config.fingerprint
-                    or config.enabled != self._actors[name].config.enabled
-                )
-            ]
-            added = [name for name in loaded.servers if name not in self._actors]
+                self._parameters = attrs.evolve(self._parameters, constructor=mcp_servers)
+            loaded = await self._parameters.load()
+            plan = plan_reconfigure({name: actor.config for name, actor in self._actors.items()}, loaded.servers)
             try:
                 async with trio.open_nursery() as nursery:
-                    for name in removed:
+                    for name in plan.removed:
                         nursery.start_soon(self._actors[name].retire)
-                    for name in changed:
+                    for name in plan.changed:
                         nursery.start_soon(self._actors[name].reload, loaded.servers[name])
             finally:
                 # Even if cancelled half-way: a retired actor never serves again,
                 # so its name must be free for the next configuration to use.
-                for name in removed:
+                for name in plan.removed:
                     del self._actors[name]
-            for name in loaded.servers:
-                if name in self._actors and name not in changed:
-                    # Same connection; settings such as tool_timeout_ms may still have changed.
-                    self._actors[name].update_settings(loaded.servers[name])
-            self._apply_config(loaded)
-            return ReconfigureResult(tuple(added), tuple(removed), tuple(changed), loaded.diagnostics)
+            for name in plan.kept:
+                self._actors[name].update_settings(loaded.servers[name])
+            self._register(loaded)
+            return ReconfigureResult(plan.added, plan.removed, plan.changed, loaded.diagnostics)
         finally:
-            self._reconfiguring = None
-            done.set()
-
-    async def wait_reconfigured(self) -> None:
-        """Return once no :meth:`reconfigure` is in progress."""
-        while (reconfiguring := self._reconfiguring) is not None:
-            await reconfiguring.wait()
+            self._lifecycle.end_reconfigure()
 
     async def aclose(self) -> None:
         """Close the session and return once every process it started is gone (R-KILL-4).
 
-        For a session of a :class:`~wave_actors._host.Host` this is
-        :meth:`Host.destroy_session <wave_actors._host.Host.destroy_session>`
+        For a session of a :class:`~wave_actors.Host` this is
+        :meth:`Host.destroy_session <wave_actors.Host.destroy_session>`
         (hooks included). Idempotent. For a session of :func:`open_session`
         it closes the session and cancels the ``async with`` block; the
         reclamation completes as the block is left.
         """
-        if self._destroy is not None:
-            await self._destroy()
+        if self._owner is not None:
+            await self._owner.destroy_session(self.id)
             return
         # open_session's own block lives inside the session's nursery: waiting
         # here for the nursery to finish would wait for ourselves. Closing
         # cancels the block, and leaving it completes the reclamation.
-        self._close()
+        self._lifecycle.close()
 
-    def _close(self) -> None:
-        """Refuse new commands, then cancel everything; the nursery's exit waits for reclamation."""
-        if self._closed:
-            return
-        self._closed = True
-        for actor in self._actors.values():
-            actor.close()
-        self._nursery.cancel_scope.cancel()
-        self._changed()
 
-    @classmethod
-    @asynccontextmanager
-    async def _open(
-        cls,
-        *,
-        workdir: Path | str,
-        home: Path | str | None = None,
-        mcp_servers: ServerEntries | None = None,
-        plugins: Iterable[tuple[str, ServerEntries]] = (),
-        trust: TrustMode = "all",
-        options: SessionOptions = SessionOptions(),
-        session_id: str | None = None,
-    ) -> AsyncGenerator[Session, None]:
-        session: Session | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                session = cls(
-                    session_id=session_id or uuid.uuid4().hex[:12],
-                    workdir=Path(workdir),
-                    home=Path(home) if home is not None else None,
-                    constructor=mcp_servers,
-                    plugins=tuple(plugins),
-                    trust=trust,
-                    options=options,
-                    nursery=nursery,
-                )
-                try:
-                    yield session
-                finally:
-                    # Cancels every dial and connection; the nursery then waits for
-                    # each transport's shielded reclamation (R-KILL-4).
-                    session._close()
-        finally:
-            if session is not None:
-                session._finished.set()
+@asynccontextmanager
+async def open_owned_session(
+    parameters: SessionParameters, *, owner: SessionOwner | None, versions: Iterator[int]
+) -> AsyncGenerator[tuple[Session, SessionLifecycle], None]:
+    """Load the configuration, open the session's nursery, and yield the session with its lifecycle.
+
+    Leaving the block closes the session (if nobody did) and returns once
+    every process it started is gone; :meth:`SessionLifecycle.wait_closed`
+    returns then too.
+
+    :param parameters: what the session is made of.
+    :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
+    :param versions: the snapshot versions to draw from, shared by every session of a host (R-HOST-2).
+    """
+    loaded = await parameters.load()
+    lifecycle: SessionLifecycle | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
+            session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
+                parameters, loaded, nursery=nursery, lifecycle=lifecycle, owner=owner, versions=versions
+            )
+            try:
+                yield session, lifecycle
+            finally:
+                lifecycle.close()
+    finally:
+        if lifecycle is not None:
+            lifecycle.mark_closed()
 
 
 @asynccontextmanager
@@ -501,7 +426,8 @@ async def open_session(
     :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
     :param options: dial, reconnect and reclamation settings.
     """
-    async with Session._open(  # pyright: ignore[reportPrivateUsage]
+    parameters = session_parameters(
         workdir=workdir, home=home, mcp_servers=mcp_servers, plugins=plugins, trust=trust, options=options
-    ) as session:
+    )
+    async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):
         yield session

@@ -108,13 +108,21 @@ class ServerStatus:
 class SessionSnapshot:
     """Every server of a session at one moment, versioned (R-HOST-2).
 
-    :param version: increases with every change; a subscriber ignores any
-        snapshot older than the one it holds.
+    The snapshot is also the session's catalog at that version: :meth:`tool`
+    resolves a model-visible name to the tool it was shown as (R-TOOL-1).
+
+    :param version: increases with every change, across every session of a
+        host; a subscriber ignores any snapshot older than the one it holds.
     :param servers: the servers, sorted by name.
     """
 
     version: int
     servers: tuple[ServerStatus, ...]
+    _tools: Mapping[str, ToolInfo] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        index = {tool.name: tool for status in self.servers for tool in status.tools}
+        object.__setattr__(self, "_tools", index)
 
     def server(self, name: str) -> ServerStatus:
         """The status of ``name``.
@@ -125,3 +133,10 @@ class SessionSnapshot:
             if status.name == name:
                 return status
         raise KeyError(name)
+
+    def tool(self, name: str) -> ToolInfo:
+        """The tool listed under the model-visible ``name`` (R-TOOL-1).
+
+        :raises KeyError: no listed tool has that name in this snapshot.
+        """
+        return self._tools[name]

@@ -105,6 +105,11 @@ class Executor:
                 pass
 
 
+def restarting(generation: int, delay: float) -> Restarting:
+    """The supervisor restarts incarnation ``generation`` as the next one, after ``delay``."""
+    return Restarting(generation, delay, generation + 1)
+
+
 def dialed(*messages: Message, enabled: bool = True) -> Executor:
     executor = Executor(initial_state(enabled=enabled))
     executor.post(*messages)
@@ -119,7 +124,7 @@ def connected(tools: tuple[ServerTool, ...] = LIST) -> Executor:
 def lost() -> Executor:
     """A connected server whose connection dropped; the supervisor restarts it as generation 2."""
     executor = connected()
-    executor.post(Lost(1, "server exited with code 1"), Restarting(1, 0.5))
+    executor.post(Lost(1, "server exited with code 1"), restarting(1, 0.5))
     return executor
 
 
@@ -242,7 +247,7 @@ def every_event(generation: int) -> list[Message]:
         DialFailed(generation, "stale failure", final=True),
         DialFailed(generation, "stale failure", final=False),
         Lost(generation, "stale loss"),
-        Restarting(generation, 1.0),
+        restarting(generation, 1.0),
         GaveUp(generation, "stale give-up"),
     ]
 
@@ -325,7 +330,7 @@ def test_loss_keeps_tools_while_reconnecting() -> None:
     executor = connected()
     state = executor.post(Lost(1, "server exited with code 1"))
     assert (state.state, state.tools, state.error) == (RECONNECTING, LIST, "server exited with code 1")
-    state = executor.post(Restarting(1, 0.5))
+    state = executor.post(restarting(1, 0.5))
     assert (state.state, state.tools) == (RECONNECTING, LIST)
 
 
@@ -342,14 +347,14 @@ def test_a_restart_makes_the_next_incarnation_current() -> None:
 def test_a_failed_reconnect_attempt_keeps_reconnecting_with_its_reason() -> None:
     # R-RACE-4: only the retry budget ends reconnecting.
     executor = lost()
-    state = executor.post(DialFailed(2, "connection refused", final=False), Restarting(2, 1.0))
+    state = executor.post(DialFailed(2, "connection refused", final=False), restarting(2, 1.0))
     assert (state.state, state.error, state.tools, state.live) == (RECONNECTING, "connection refused", LIST, 3)
 
 
 def test_give_up_turns_error_with_last_reason() -> None:
     # R-RACE-4
     executor = lost()
-    executor.post(DialFailed(2, "connection refused", final=False), Restarting(2, 1.0))
+    executor.post(DialFailed(2, "connection refused", final=False), restarting(2, 1.0))
     state = executor.post(GaveUp(3, "connection refused again"))
     assert (state.state, state.live) == (ERROR, None)
     assert state.error is not None and state.error.startswith("connection refused again")
@@ -535,7 +540,7 @@ def events(generation: st.SearchStrategy[int]) -> st.SearchStrategy[Message]:
         st.builds(ToolsListed, generation, tools),
         st.builds(DialFailed, generation, reasons, st.booleans()),
         st.builds(Lost, generation, reasons),
-        st.builds(Restarting, generation, st.floats(0, 60)),
+        st.builds(restarting, generation, st.floats(0, 60)),
         st.builds(GaveUp, generation, reasons),
     )
 

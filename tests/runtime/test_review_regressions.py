@@ -13,7 +13,7 @@ import trio.testing
 from runtime_support import server_processes
 
 from wave_actors import Host, ServerState, SessionOptions, ToolCallError, WaveActorsError, open_session
-from wave_actors._actor.actor import _list_tools  # pyright: ignore[reportPrivateUsage]
+from wave_actors._actor.transport_task import list_server_tools as _list_tools
 from wave_actors._config import ServerConfig, Source
 from wave_actors.testing import fault_server_entry
 from wave_actors._transport import open_connection

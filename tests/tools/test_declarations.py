@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wave_actors._config import Source
-from wave_actors._status import ServerState, ServerStatus, ToolInfo
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._tools import ToolDeclaration, full_declarations, normalize
 
 RAW_SCHEMA = {
@@ -45,7 +45,8 @@ def status(name: str, state: ServerState, tools: Sequence[str] = ("search",), *,
 
 
 def declared_servers(statuses: Sequence[ServerStatus]) -> set[str]:
-    return {declaration.server for declaration in full_declarations(statuses)}
+    snapshot = SessionSnapshot(1, tuple(statuses))
+    return {snapshot.tool(declaration.name).server for declaration in full_declarations(statuses)}
 
 
 def test_connected_and_reconnecting_servers_declare_their_tools() -> None:
@@ -68,16 +69,11 @@ def test_cached_tools_are_never_declared(state: ServerState) -> None:
     assert full_declarations([status("cached", state, cached=True)]) == ()
 
 
-def test_a_declaration_carries_the_tool_and_its_sanitized_schema() -> None:
-    # R-TOOL-1, R-TOOL-2, R-TOOL-7
+def test_a_declaration_is_what_the_model_sees_name_description_and_sanitized_schema() -> None:
+    # R-TOOL-1, R-TOOL-2
     [declaration] = full_declarations([status("git hub", ServerState.CONNECTED)])
     assert declaration == ToolDeclaration(
-        name="mcp__git_hub__search",
-        description="search on git hub",
-        input_schema=CLEAN_SCHEMA,
-        server="git hub",
-        tool="search",
-        read_only=False,
+        name="mcp__git_hub__search", description="search on git hub", input_schema=CLEAN_SCHEMA
     )
 
 
@@ -88,8 +84,8 @@ def test_the_status_keeps_the_raw_schema() -> None:
     assert statuses[0].tools[0].input_schema == RAW_SCHEMA
 
 
-def test_read_only_is_carried() -> None:
-    # R-TOOL-7, R-TOOL-8: the status already holds the effective flag.
+def test_a_declared_name_resolves_through_the_snapshot_to_its_tool_and_read_only_flag() -> None:
+    # R-TOOL-1, R-TOOL-7, R-TOOL-8: the status already holds the effective flag.
     live = ServerStatus(
         name="fs",
         source=Source.PROJECT,
@@ -98,7 +94,9 @@ def test_read_only_is_carried() -> None:
         state=ServerState.CONNECTED,
         tools=(tool("fs", "read", read_only=True), tool("fs", "write")),
     )
-    assert {(d.tool, d.read_only) for d in full_declarations([live])} == {("read", True), ("write", False)}
+    snapshot = SessionSnapshot(1, (live,))
+    resolved = {(snapshot.tool(d.name).tool, snapshot.tool(d.name).read_only) for d in full_declarations([live])}
+    assert resolved == {("read", True), ("write", False)}
 
 
 def test_the_dropped_keywords_are_configurable() -> None:

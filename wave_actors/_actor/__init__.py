@@ -1,3 +1,2 @@
-"""Server actors: the pure state machine and the task that carries out its effects."""
-
-from wave_actors._actor.actor import ServerActor as ServerActor
+"""Server actors: the pure state machine (``machine``), one transport attempt (``transport_task``) and the
+task that carries out the machine's effects (``actor``)."""

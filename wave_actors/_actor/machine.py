@@ -6,27 +6,38 @@ current, what a crash or a stale close means. It performs no I/O and knows no
 trio, so every race rule is a plain unit test. :class:`~wave_actors._actor.actor.ServerActor`
 feeds it messages one at a time (its mailbox) and carries out the effects.
 
-Generations. Every transport attempt has a generation number: the incarnation
-number the supervisor gave the transport task, which only ever grows. ``live``
-is the generation whose events count; an event tagged with any other
-generation is dropped (R-RACE-1). A disconnect clears ``live`` *before* the
-transport is stopped, so the close it causes is stale and cannot trigger a
-reconnect (R-RACE-3). A supervisor restart moves ``live`` to the next
-incarnation as it is scheduled.
+Generations. Every transport attempt has a generation number, which only
+ever grows; the executor chooses the numbers (it uses the supervisor's
+incarnations) and tells the reducer with :class:`Started` and
+:class:`Restarting`. ``live`` is the generation whose events count; an event
+tagged with any other generation is dropped (R-RACE-1). A disconnect clears
+``live`` *before* the transport is stopped, so the close it causes is stale
+and cannot trigger a reconnect (R-RACE-3). A supervisor restart moves
+``live`` to the generation it announces, as it is scheduled.
+
+Besides :func:`reduce`, three predicates say what the executor does between
+messages: :func:`lazy_dial_due` (whether ``prepare_turn`` dials this server),
+:func:`settled` (when a command's caller is released) and :func:`finished`
+(when the actor's task ends). They are rules about the state, so they live
+here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from wave_actors._frozen import empty_mapping, freeze_mapping
 from wave_actors._status import ServerState
 
+if TYPE_CHECKING:
+    from wave_actors._transport import Connection
+
 __all__ = [
     "ActorState",
+    "Command",
     "Connect",
     "DialFailed",
     "Disconnect",
@@ -38,14 +49,19 @@ __all__ = [
     "Restarting",
     "Retire",
     "ServerTool",
-    "StartTransport",
     "StartRefused",
+    "StartTransport",
     "Started",
     "StopTransport",
     "ToolsListed",
+    "Transition",
+    "TransportEvent",
     "Up",
+    "finished",
     "initial_state",
+    "lazy_dial_due",
     "reduce",
+    "settled",
 ]
 
 _ACTIVE = frozenset({ServerState.CONNECTING, ServerState.CONNECTED, ServerState.RECONNECTING})
@@ -153,12 +169,17 @@ class StartRefused:
 
 @attrs.frozen
 class Up:
-    """The handshake and the first tool listing succeeded."""
+    """The handshake and the first tool listing succeeded.
+
+    :param connection: the live connection, for the executor (calls run on
+        it); the reducer never looks at it.
+    """
 
     generation: int
     tools: tuple[ServerTool, ...]
     instructions: str | None
     time: float
+    connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -188,10 +209,11 @@ class Lost:
 
 @attrs.frozen
 class Restarting:
-    """The supervisor will start the next generation after a backoff."""
+    """Generation ``generation`` ended; the supervisor starts ``next_generation`` after ``delay`` seconds."""
 
     generation: int
     delay: float
+    next_generation: int
 
 
 @attrs.frozen
@@ -202,7 +224,13 @@ class GaveUp:
     reason: str
 
 
-Message = Connect | Disconnect | Retire | Reload | Started | StartRefused | Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
+Command = Connect | Disconnect | Retire | Reload
+"""What the session asks of a server."""
+
+TransportEvent = Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
+"""What a transport generation, or its supervisor, reports; stale unless its generation is live (R-RACE-1)."""
+
+Message = Command | Started | StartRefused | TransportEvent
 
 
 @attrs.frozen
@@ -226,6 +254,101 @@ class StopTransport:
 Effect = StartTransport | StopTransport
 
 _NO_EFFECTS: tuple[Effect, ...] = ()
+
+
+@attrs.frozen
+class Transition:
+    """One message one server's state machine handled, for observers (tests, audits, race storms).
+
+    Handed to :attr:`SessionOptions.transition_observer <wave_actors.SessionOptions.transition_observer>`
+    synchronously, in order, for every message of every server of the session,
+    stale ones included.
+
+    :param server: the server's name.
+    :param message: the message's kind: ``"Connect"``, ``"Up"``, ``"Lost"``, ...
+    :param explicit: for ``"Connect"``: whether it was an explicit connect (R-DIAL-5).
+    :param generation: the generation a transport event is tagged with (``None`` for commands).
+    :param stale: a transport event of a generation that is not live: dropped (R-RACE-1).
+    :param state_before: the server's state before the message.
+    :param state_after: its state after it.
+    :param live_before: the live generation before the message.
+    :param live_after: the live generation after it.
+    :param manually_disconnected_before: a manual disconnect held before the message (R-DIAL-6).
+    :param changed: the message changed anything at all.
+    :param effects: the effects it asked for, by kind (``"StartTransport"``, ``"StopTransport"``).
+    """
+
+    server: str
+    message: str
+    explicit: bool
+    generation: int | None
+    stale: bool
+    state_before: ServerState
+    state_after: ServerState
+    live_before: int | None
+    live_after: int | None
+    manually_disconnected_before: bool
+    changed: bool
+    effects: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, server: str, before: ActorState, message: Message, after: ActorState, effects: tuple[Effect, ...]
+    ) -> Transition:
+        """Describe one step of :func:`reduce`."""
+        match message:
+            case Started(generation=generation):
+                tagged: int | None = generation
+                stale = False
+            case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
+                tagged = message.generation
+                stale = message.generation != before.live
+            case _:
+                tagged = None
+                stale = False
+        return cls(
+            server=server,
+            message=type(message).__name__,
+            explicit=isinstance(message, Connect) and message.explicit,
+            generation=tagged,
+            stale=stale,
+            state_before=before.state,
+            state_after=after.state,
+            live_before=before.live,
+            live_after=after.live,
+            manually_disconnected_before=before.manually_disconnected,
+            changed=after is not before,
+            effects=tuple(type(effect).__name__ for effect in effects),
+        )
+
+
+def lazy_dial_due(state: ActorState) -> bool:
+    """Whether ``prepare_turn`` dials this server: never dialed in this session, and nothing forbids it.
+
+    Not disabled (R-CFG-6), not manually disconnected (R-DIAL-6), not retired
+    (R-STORE-5), and never dialed before: a failed lazy dial is not retried
+    (R-DIAL-4).
+    """
+    return (
+        state.state is ServerState.DISCONNECTED
+        and not state.dialed
+        and not state.manually_disconnected
+        and not state.retiring
+    )
+
+
+def settled(state: ActorState) -> bool:
+    """Whether a command's caller may be released: no dial is in progress.
+
+    ``connect`` returns once its dial has an outcome (connected or failed);
+    every other command returns once its effects are carried out.
+    """
+    return state.state is not ServerState.CONNECTING
+
+
+def finished(state: ActorState) -> bool:
+    """Whether the actor is done for good: a retired server never runs again, so its task ends."""
+    return state.retiring
 
 
 def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effect, ...]]:
@@ -268,14 +391,14 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
                 return state, _NO_EFFECTS
             return attrs.evolve(state, generation=generation, live=generation), _NO_EFFECTS
-        case _:
+        case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
             return _transport_event(state, message), _NO_EFFECTS
 
 
 def _connect(state: ActorState, explicit: bool) -> tuple[ActorState, tuple[Effect, ...]]:
     if state.state is ServerState.DISABLED or state.retiring:
         return state, _NO_EFFECTS
-    if not explicit and (state.dialed or state.manually_disconnected or state.state is not ServerState.DISCONNECTED):
+    if not explicit and not lazy_dial_due(state):
         return state, _NO_EFFECTS
     if state.state in (ServerState.CONNECTED, ServerState.CONNECTING):
         return state, _NO_EFFECTS  # reused, never re-dialed (R-DIAL-3)
@@ -308,9 +431,8 @@ def _reload(state: ActorState, enabled: bool) -> tuple[ActorState, tuple[Effect,
     )
 
 
-def _transport_event(state: ActorState, event: Message) -> ActorState:
-    generation = getattr(event, "generation", None)
-    if generation is None or generation != state.live:
+def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
+    if event.generation != state.live:
         return state  # stale: an older (or never current) generation (R-RACE-1)
     match event:
         case Up(tools=tools, instructions=instructions, time=time):
@@ -336,9 +458,8 @@ def _transport_event(state: ActorState, event: Message) -> ActorState:
             if state.state is not ServerState.CONNECTED:
                 return state
             return attrs.evolve(state, state=ServerState.RECONNECTING, error=reason)
-        case Restarting():
-            # The supervisor numbers incarnations one by one: the restart is generation + 1.
-            return attrs.evolve(state, state=ServerState.RECONNECTING, live=generation + 1, generation=generation + 1)
+        case Restarting(next_generation=next_generation):
+            return attrs.evolve(state, state=ServerState.RECONNECTING, live=next_generation, generation=next_generation)
         case GaveUp(reason=reason):
             return attrs.evolve(
                 state, state=ServerState.ERROR, live=None, error=f"{reason} (gave up reconnecting)", tools=()

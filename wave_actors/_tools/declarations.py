@@ -33,22 +33,21 @@ class LoadMode(str, enum.Enum):
 
 @attrs.frozen
 class ToolDeclaration:
-    """One tool as declared to the model.
+    """One tool exactly as the model is shown it: a function name, a description and a JSON schema.
+
+    The way back to the server is the name: :meth:`Session.call_tool
+    <wave_actors.Session.call_tool>` takes it, and :meth:`SessionSnapshot.tool
+    <wave_actors.SessionSnapshot.tool>` gives the :class:`~wave_actors.ToolInfo`
+    behind it (server, raw name, read-only flag).
 
     :param name: the model-visible name (R-TOOL-1).
     :param description: the server's description.
     :param input_schema: the sanitized input schema (R-TOOL-2).
-    :param server: the server it maps back to.
-    :param tool: the raw tool name on that server.
-    :param read_only: the tool's effective read-only flag (R-TOOL-7, R-TOOL-8).
     """
 
     name: str
     description: str
     input_schema: Mapping[str, Any] = attrs.field(converter=freeze_mapping)
-    server: str
-    tool: str
-    read_only: bool = False
 
 
 _LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})
@@ -72,9 +71,6 @@ def full_declarations(
             name=tool.name,
             description=tool.description,
             input_schema=sanitize_schema(tool.input_schema, dropped),
-            server=tool.server,
-            tool=tool.tool,
-            read_only=tool.read_only,
         )
         for status in statuses
         if status.state in _LIVE and not status.tools_cached

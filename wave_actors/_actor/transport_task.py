@@ -1,0 +1,156 @@
+"""One transport attempt of one server: dial, report, serve until lost.
+
+:func:`run_transport` is the body of the supervisor's transport child, one call
+per generation. It knows nothing of the actor: everything it learns goes out
+through one callback, ``report``, as the state machine's messages
+(:class:`~wave_actors._actor.machine.Up` carrying the live connection,
+:class:`~wave_actors._actor.machine.ToolsListed`,
+:class:`~wave_actors._actor.machine.Lost`,
+:class:`~wave_actors._actor.machine.DialFailed`), each tagged with its
+generation. Leaving it, for any reason, leaves
+:func:`~wave_actors._transport.open_connection`, which reclaims the server's
+processes before it returns (R-KILL-1, R-KILL-2).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import trio
+
+from wave_actors._actor.machine import DialFailed, Lost, Message, ServerTool, ToolsListed, Up
+from wave_actors._config import ServerConfig
+from wave_actors._errors import ServerUnavailable, WaveActorsError
+from wave_actors._transport import Connection, TransportOptions, open_connection
+
+if TYPE_CHECKING:
+    import mcp_types
+
+__all__ = ["ConnectionLost", "list_server_tools", "run_transport"]
+
+logger = logging.getLogger(__name__)
+
+
+class ConnectionLost(Exception):
+    """Raised by a transport attempt whose connection ended: the supervisor restarts it (R-RACE-4)."""
+
+
+def _server_tool(tool: mcp_types.Tool) -> ServerTool:
+    annotations = tool.annotations
+    return ServerTool(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        read_only_hint=bool(annotations is not None and annotations.read_only_hint),
+    )
+
+
+async def list_server_tools(connection: Connection) -> tuple[ServerTool, ...]:
+    """The server's tools, each name once (R-TOOL-1: a duplicate would break the model's whole request)."""
+    if connection.initialize_result.capabilities.tools is None:
+        return ()  # a server without tools (prompts or resources only) is still a server
+    tools: dict[str, ServerTool] = {}
+    for tool in await connection.list_tools():
+        if tool.name in tools:
+            logger.warning("server %r lists tool %r twice; the first is kept", connection.server, tool.name)
+            continue
+        tools[tool.name] = _server_tool(tool)
+    return tuple(tools.values())
+
+
+async def run_transport(
+    config: ServerConfig,
+    generation: int,
+    *,
+    final: bool,
+    dial_timeout: float,
+    options: TransportOptions,
+    report: Callable[[Message], None],
+) -> None:
+    """One transport attempt: dial, report ``Up``, serve until lost.
+
+    A failed first attempt (``final``) reports a final ``DialFailed`` and
+    returns: no restart (R-DIAL-4). A lost connection, or a failed reconnect
+    attempt, reports and raises :class:`ConnectionLost`, so the supervisor
+    restarts it with backoff (R-RACE-4).
+
+    :param config: the server's entry, ``cwd`` resolved.
+    :param generation: this attempt's generation; every report carries it (R-RACE-1).
+    :param final: whether a failed dial is final (the first attempt of a connect).
+    :param dial_timeout: seconds for spawn, handshake and the first tool listing.
+    :param options: transport settings.
+    :param report: receives every message, synchronously; must not block.
+    """
+    refresh_send, refresh_receive = trio.open_memory_channel[None](1)
+
+    def on_notification(notification: mcp_types.ServerNotification) -> None:
+        if getattr(notification, "method", None) == "notifications/tools/list_changed":
+            try:
+                refresh_send.send_nowait(None)  # coalesces a storm into one refresh
+            except trio.WouldBlock:
+                pass
+
+    up = False
+    dial_scope = trio.CancelScope(deadline=trio.current_time() + dial_timeout)
+    try:
+        with dial_scope:
+            async with open_connection(config, options=options, on_notification=on_notification) as connection:
+                tools = await list_server_tools(connection)
+                dial_scope.deadline = math.inf
+                up = True
+                report(Up(generation, tools, connection.instructions, time.time(), connection))
+                why = await _serve(connection, generation, refresh_receive, dial_timeout, report)
+                reason = f"server {config.name!r}: connection lost: {why}"
+                report(Lost(generation, reason))
+                raise ConnectionLost(reason)
+        reason = f"server {config.name!r}: no answer within the dial timeout of {dial_timeout:g} s"
+    except (WaveActorsError, OSError) as error:
+        reason = str(error)
+        if up:
+            report(Lost(generation, reason))
+            raise ConnectionLost(reason) from error
+    except ConnectionLost:
+        raise  # the ordinary end of a connection; the supervisor restarts it
+    except Exception as error:
+        # Not a server's misbehaviour but ours: say so loudly. It is still
+        # contained (a failed dial, or a restart), so it cannot take the host down.
+        logger.exception("server %r: unexpected error in transport generation %d", config.name, generation)
+        if up:
+            raise
+        reason = f"server {config.name!r}: connect failed: unexpected {type(error).__name__}: {error}"
+    report(DialFailed(generation, reason, final=final))
+    if not final:
+        raise ConnectionLost(reason)
+
+
+async def _serve(
+    connection: Connection,
+    generation: int,
+    refresh: trio.MemoryReceiveChannel[None],
+    refresh_timeout: float,
+    report: Callable[[Message], None],
+) -> str:
+    """Keep the tool list fresh until the connection is lost; return why it was (R-RACE-7)."""
+
+    async def refresher() -> None:
+        async for _ in refresh:
+            tools: tuple[ServerTool, ...] | None = None
+            with trio.move_on_after(refresh_timeout):
+                try:
+                    tools = await list_server_tools(connection)
+                except ServerUnavailable:
+                    return  # the loss is reported by wait_lost
+                except WaveActorsError as error:
+                    logger.warning("server %r: refreshing tools failed: %s", connection.server, error)
+            if tools is not None:
+                report(ToolsListed(generation, tools))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(refresher)
+        reason = await connection.wait_lost()
+        nursery.cancel_scope.cancel()
+    return reason

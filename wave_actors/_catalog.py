@@ -1,0 +1,92 @@
+"""The session's catalog: one pure snapshot of every server and tool per version (R-HOST-1, R-TOOL-1).
+
+:func:`build_snapshot` turns what the actors know (each server's entry and
+state machine) into a :class:`~wave_actors.SessionSnapshot`: statuses sorted by
+name, every tool given its model-visible name, and the index from that name
+back to ``(server, raw tool)``. Status display, declarations and call
+resolution all read the same snapshot, so a name the model saw resolves to the
+tool it was shown, and nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from wave_actors._actor.machine import ActorState
+from wave_actors._config import ServerConfig
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._tools import assign_names
+
+__all__ = ["build_snapshot", "unknown_tool_hint"]
+
+
+def build_snapshot(
+    version: int, servers: Iterable[tuple[ServerConfig, ActorState]], *, closed: bool = False
+) -> SessionSnapshot:
+    """The snapshot of a session's servers at ``version``.
+
+    :param version: the snapshot's version (R-HOST-2).
+    :param servers: each server's current entry and state machine state.
+    :param closed: the session is closed: whatever the actors last said,
+        nothing is connected any more.
+    """
+    ordered = sorted(servers, key=lambda server: server[0].name)
+    names = assign_names((config.name, tool.name) for config, state in ordered for tool in state.tools)
+    by_pair = {pair: name for name, pair in names.items()}
+    return SessionSnapshot(version, tuple(_status(config, state, by_pair, closed) for config, state in ordered))
+
+
+def _status(
+    config: ServerConfig, state: ActorState, names: dict[tuple[str, str], str], closed: bool
+) -> ServerStatus:
+    if closed and state.state is not ServerState.DISABLED:
+        state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
+    overrides = config.tool_overrides
+    tools = tuple(
+        ToolInfo(
+            name=names[(config.name, tool.name)],
+            server=config.name,
+            tool=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            read_only=(
+                override.read_only
+                if (override := overrides.get(tool.name)) is not None and override.read_only is not None
+                else tool.read_only_hint
+            ),
+        )
+        for tool in state.tools
+    )
+    return ServerStatus(
+        name=config.name,
+        source=config.source,
+        origin=config.origin,
+        type=config.type,
+        state=state.state,
+        error=state.error,
+        tools=tools,
+        last_connected=state.last_connected,
+        generation=state.generation,
+        instructions=state.instructions,
+        enabled=config.enabled,
+        manually_disconnected=state.manually_disconnected,
+    )
+
+
+def unknown_tool_hint(snapshot: SessionSnapshot, name: str) -> str:
+    """What to tell a caller who asked for a tool ``name`` that ``snapshot`` does not list.
+
+    For a name of the form ``mcp__{server}__...`` whose server exists: its
+    state and the tools it lists; otherwise the session's server names.
+    """
+    parts = name.split("__")
+    if len(parts) >= 3 and parts[0] == "mcp":
+        server = parts[1]
+        for status in snapshot.servers:
+            if status.name == server or status.name.replace("-", "_") == server:
+                listed = ", ".join(tool.tool for tool in status.tools) or "none listed"
+                return f"server {status.name!r} is {status.state.value}; its tools: {listed}"
+    names = ", ".join(sorted(status.name for status in snapshot.servers)) or "none"
+    return f"servers: {names}"

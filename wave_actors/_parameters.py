@@ -1,0 +1,72 @@
+"""What a session is made of: its id, where its configuration comes from, and its options."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import attrs
+import trio
+
+from wave_actors._config import LoadedConfig, TrustMode, load_config
+from wave_actors._options import SessionOptions
+
+__all__ = ["ServerEntries", "SessionParameters", "session_parameters"]
+
+ServerEntries = Mapping[str, Mapping[str, object]]
+"""Server entries by name, as in a configuration file's ``mcpServers`` object (R-CFG-2)."""
+
+
+@attrs.frozen
+class SessionParameters:
+    """Everything a session is created from; its configuration is reloaded from the same on reconfigure.
+
+    :param session_id: unique within the owner.
+    :param workdir: the project directory (its ``.mcp.json`` is a source).
+    :param home: the user directory holding ``mcp.json`` (``None``: ``~/.wave``).
+    :param constructor: constructor entries, the highest-precedence source (R-CFG-1).
+    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
+    :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+    :param options: dial, reconnect and reclamation settings.
+    """
+
+    session_id: str
+    workdir: Path
+    home: Path | None
+    constructor: ServerEntries | None
+    plugins: tuple[tuple[str, ServerEntries], ...]
+    trust: TrustMode
+    options: SessionOptions
+
+    async def load(self) -> LoadedConfig:
+        """Load the configuration in a worker thread, so a large file never stalls other sessions (R-CFG-11)."""
+        load = functools.partial(
+            load_config, self.workdir, home=self.home, constructor=self.constructor, plugins=self.plugins,
+            trust=self.trust,
+        )
+        return await trio.to_thread.run_sync(load)
+
+
+
+def session_parameters(
+    *,
+    workdir: Path | str,
+    home: Path | str | None,
+    mcp_servers: ServerEntries | None,
+    plugins: Iterable[tuple[str, ServerEntries]],
+    trust: TrustMode,
+    options: SessionOptions,
+    session_id: str | None = None,
+) -> SessionParameters:
+    """The parameters of a new session, from the arguments of ``create_session`` / ``open_session``."""
+    return SessionParameters(
+        session_id=session_id or uuid.uuid4().hex[:12],
+        workdir=Path(workdir),
+        home=Path(home) if home is not None else None,
+        constructor=mcp_servers,
+        plugins=tuple(plugins),
+        trust=trust,
+        options=options,
+    )

@@ -1,0 +1,69 @@
+"""How public names present themselves: private constructors and public module names.
+
+Both follow trio (``trio._util``): objects that only the library may build get
+a metaclass that refuses ``Class(...)`` and offers ``Class._create(...)``
+instead, and every name re-exported from :mod:`wave_actors` reports
+``wave_actors`` as its module, so tracebacks and reprs say
+``wave_actors.ServerUnavailable``, not the private module it lives in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn, TypeVar
+
+__all__ = ["NoPublicConstructor", "fixup_module_metadata"]
+
+_T = TypeVar("_T")
+
+
+class NoPublicConstructor(type):
+    """Metaclass for classes whose instances only the library creates.
+
+    ``Session(...)`` raises :class:`TypeError` naming the supported way;
+    the library calls ``Session._create(...)``.
+    """
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(f"{cls.__module__}.{cls.__qualname__} has no public constructor; {_HOW.get(cls.__name__, '')}")
+
+    def _create(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc]
+
+
+_HOW: Mapping[str, str] = {
+    "Session": "create one with Host.create_session() or open_session()",
+}
+
+
+def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> None:
+    """Set ``__module__`` of every public class and function in ``namespace`` to ``module_name``.
+
+    Only objects defined inside the package are changed (never re-exported
+    third-party names); nested classes and methods get their ``__qualname__``
+    kept, as trio does.
+
+    :param module_name: the public module, e.g. ``"wave_actors"``.
+    :param namespace: that module's ``globals()``.
+    """
+    seen: set[int] = set()
+
+    def fix(name: str, obj: object) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        module = getattr(obj, "__module__", None)
+        if not isinstance(module, str) or not module.startswith(module_name + "."):
+            return
+        try:
+            obj.__module__ = module_name  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            return  # a type alias or a read-only object: leave it
+        if isinstance(obj, type):
+            for attribute_name, attribute in vars(obj).items():
+                if not attribute_name.startswith("_") and callable(attribute):
+                    fix(attribute_name, attribute)
+
+    for name, obj in namespace.items():
+        if not name.startswith("_"):
+            fix(name, obj)
