@@ -38,7 +38,7 @@ from wave_actors._actor.machine import (
     initial_state,
     reduce,
 )
-from wave_actors._status import ServerState
+from wave_actors import ServerState
 
 CONNECTING = ServerState.CONNECTING
 CONNECTED = ServerState.CONNECTED

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wave_actors._config import Source
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
-from wave_actors._tools import ToolDeclaration, full_declarations, normalize
+from wave_actors import ServerState, ServerStatus, SessionSnapshot, Source, ToolDeclaration, ToolInfo
+from wave_actors._tools import full_declarations, normalize
 
 RAW_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -44,9 +44,9 @@ from wave_actors._actor.machine import (
     StartRefused,
     StartTransport,
     StopTransport,
-    Transition,
     TransportEvent,
     Up,
+    describe_transition,
     finished,
     initial_state,
     lazy_dial_due,
@@ -243,7 +243,7 @@ class ServerActor:
         after, effects = reduce(before, message)
         observer = self._options.transition_observer
         if observer is not None:
-            observer(Transition.of(self.name, before, message, after, effects))
+            observer(describe_transition(self.name, before, message, after, effects))
         if isinstance(message, Up) and after is not before and message.connection is not None:
             self._connection = (message.generation, message.connection)
         if after is before:

@@ -57,6 +57,7 @@ __all__ = [
     "Transition",
     "TransportEvent",
     "Up",
+    "describe_transition",
     "finished",
     "initial_state",
     "lazy_dial_due",
@@ -291,35 +292,35 @@ class Transition:
     changed: bool
     effects: tuple[str, ...]
 
-    @classmethod
-    def of(
-        cls, server: str, before: ActorState, message: Message, after: ActorState, effects: tuple[Effect, ...]
-    ) -> Transition:
-        """Describe one step of :func:`reduce`."""
-        match message:
-            case Started(generation=generation):
-                tagged: int | None = generation
-                stale = False
-            case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
-                tagged = message.generation
-                stale = message.generation != before.live
-            case _:
-                tagged = None
-                stale = False
-        return cls(
-            server=server,
-            message=type(message).__name__,
-            explicit=isinstance(message, Connect) and message.explicit,
-            generation=tagged,
-            stale=stale,
-            state_before=before.state,
-            state_after=after.state,
-            live_before=before.live,
-            live_after=after.live,
-            manually_disconnected_before=before.manually_disconnected,
-            changed=after is not before,
-            effects=tuple(type(effect).__name__ for effect in effects),
-        )
+
+def describe_transition(
+    server: str, before: ActorState, message: Message, after: ActorState, effects: tuple[Effect, ...]
+) -> Transition:
+    """The :class:`Transition` an observer is shown for one step of :func:`reduce`."""
+    match message:
+        case Started(generation=generation):
+            tagged: int | None = generation
+            stale = False
+        case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
+            tagged = message.generation
+            stale = message.generation != before.live
+        case _:
+            tagged = None
+            stale = False
+    return Transition(
+        server=server,
+        message=type(message).__name__,
+        explicit=isinstance(message, Connect) and message.explicit,
+        generation=tagged,
+        stale=stale,
+        state_before=before.state,
+        state_after=after.state,
+        live_before=before.live,
+        live_after=after.live,
+        manually_disconnected_before=before.manually_disconnected,
+        changed=after is not before,
+        effects=tuple(type(effect).__name__ for effect in effects),
+    )
 
 
 def lazy_dial_due(state: ActorState) -> bool:
