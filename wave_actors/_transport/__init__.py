@@ -1,9 +1,14 @@
-"""Transports: one MCP connection per call to :func:`open_connection`, and process reclamation."""
+"""Transports: one MCP connection per call to :func:`open_connection`, and process reclamation.
 
-from wave_actors._transport.connection import (
-    Connection as Connection,
-    TransportOptions as TransportOptions,
-    open_connection as open_connection,
-)
+:mod:`.dial` opens connections (over :mod:`.stdio` or :mod:`.remote`),
+:mod:`.connection` carries their requests, :mod:`.failures` is the one place
+where failures from below become our errors, and :mod:`.proctree` reclaims a
+stdio server's process family. Callers: the server actor
+(``wave_actors._actor.actor``) and the options (``wave_actors._options``).
+"""
+
+from wave_actors._transport.connection import Connection as Connection
+from wave_actors._transport.dial import TransportOptions as TransportOptions
+from wave_actors._transport.dial import open_connection as open_connection
 from wave_actors._transport.proctree import Graces as Graces
 from wave_actors._transport.stderr import StderrLog as StderrLog

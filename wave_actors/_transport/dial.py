@@ -1,0 +1,195 @@
+"""Dialing one MCP server: import the SDK, open the transport, run the handshake.
+
+:func:`open_connection` is the transport's only way in; the server's actor
+(``wave_actors._actor.actor``) calls it from its transport task. It is an
+async context manager that must be entered and exited by the same task (anyio
+scopes inside the SDK require it, python-sdk #577). Leaving it, for any
+reason, closes the connection and, for stdio, reclaims the process family
+before it returns.
+
+The transports themselves live in :mod:`.stdio` and :mod:`.remote`; the
+connection it yields in :mod:`.connection`; what its failures become, in
+:mod:`.failures`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from wave_actors._config import ServerConfig, TransportType
+from wave_actors._errors import ConfigError
+from wave_actors._transport.connection import Connection
+from wave_actors._transport.failures import DialBoundary, dial_error
+from wave_actors._transport.proctree import Graces
+from wave_actors._transport.remote import heartbeat, open_remote_transport
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from wave_actors._transport.stdio import StdioProcess
+
+__all__ = ["TransportOptions", "open_connection"]
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class TransportOptions:
+    """How transports are opened and closed.
+
+    :param graces: stdio reclamation stage lengths (R-KILL-1, R-KILL-2).
+    :param stderr_lines: lines of a stdio server's stderr kept in memory.
+    :param http_timeout: seconds for HTTP connect, write and pool waits.
+    :param ping_interval: seconds between liveness pings on http and sse
+        connections (a dropped HTTP server sends no EOF); ``None`` disables.
+        stdio needs none: a dead process closes its pipes.
+    :param ping_timeout: seconds a ping may take before the connection is
+        declared lost.
+    """
+
+    graces: Graces = Graces()
+    stderr_lines: int = 200
+    http_timeout: float = 30.0
+    ping_interval: float | None = 10.0
+    ping_timeout: float = 5.0
+
+
+@asynccontextmanager
+async def open_connection(
+    config: ServerConfig,
+    *,
+    options: TransportOptions = TransportOptions(),
+    on_notification: Callable[[mcp_types.ServerNotification], None] | None = None,
+) -> AsyncGenerator[Connection, None]:
+    """Open, initialize and yield a :class:`Connection` to ``config``'s server.
+
+    The caller bounds the dial with its own deadline (``trio.fail_after``);
+    cancelling at any point, handshake included, reclaims everything the dial
+    started before the cancellation propagates (R-RACE-2).
+
+    :param config: the server entry. Its type decides the transport; an
+        unknown type fails here (R-CFG-3), never at load time.
+    :param options: transport settings.
+    :param on_notification: called (synchronously, must not block) with each
+        server notification, e.g. ``notifications/tools/list_changed``.
+    :raises ConfigError: the entry's type is unknown or it lacks a command or url.
+    :raises DialError: spawning, connecting or the handshake failed; the
+        message carries the tail of the server's stderr.
+    :raises ServerUnavailable: the transport failed after the handshake in a
+        way that ends the block early (the SDK's HTTP clients raise out of
+        their task groups when the server vanishes). A loss the transport
+        survives is reported by :meth:`Connection.wait_lost` instead; callers
+        treat both as "connection lost".
+    """
+    transport = config.transport
+    if transport is None:
+        raise ConfigError(
+            f"server {config.name!r} in {config.origin}: unknown type {config.type!r}; "
+            "expected 'stdio', 'http', 'streamable-http' or 'sse'"
+        )
+    if transport is not TransportType.STDIO and not config.url:
+        raise ConfigError(f"server {config.name!r} in {config.origin}: {transport.value} entry has no url")
+
+    await _import_sdk(transport)
+    from mcp.client.session import ClientSession
+
+    lost_reason: list[str] = []
+    connection: Connection | None = None
+    closing = False
+
+    def on_lost(reason: str) -> None:
+        if closing:
+            return
+        if connection is not None:
+            connection.mark_lost(reason)
+        else:
+            lost_reason.append(reason)
+
+    async def handle_message(message: mcp_types.ServerNotification | Exception) -> None:
+        if isinstance(message, Exception):
+            # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
+            logger.debug("server %r: transport error: %s", config.name, message)
+            return
+        if on_notification is not None:
+            on_notification(message)
+
+    with DialBoundary(config.name) as boundary:
+        async with _open_streams(config, options, on_lost) as (read_stream, write_stream, process):
+            boundary.stderr = process.stderr if process is not None else None
+            async with ClientSession(read_stream, write_stream, message_handler=handle_message) as session:
+                try:
+                    result = await session.initialize()
+                except Exception as exc:
+                    # A dead server's exit status says more than "connection closed".
+                    cause = ConnectionError(lost_reason[0]) if lost_reason else exc
+                    raise dial_error(cause, server=config.name, stderr=boundary.stderr) from exc
+                if lost_reason:
+                    raise dial_error(ConnectionError(lost_reason[0]), server=config.name, stderr=boundary.stderr)
+                if process is not None:
+                    process.established = True
+                connection = Connection(
+                    server=config.name,
+                    session=session,
+                    initialize_result=result,
+                    pid=process.pid if process is not None else None,
+                    stderr=boundary.stderr,
+                )
+                boundary.established = True
+                async with trio.open_nursery() as watchers:
+                    if transport is not TransportType.STDIO and options.ping_interval is not None:
+                        watchers.start_soon(heartbeat, connection, options.ping_interval, options.ping_timeout)
+                    try:
+                        yield connection
+                    except BaseException as exc:
+                        boundary.caller_error = exc
+                        raise
+                    finally:
+                        closing = True
+                        watchers.cancel_scope.cancel()
+
+
+_SDK_MODULES = {
+    TransportType.STDIO: ("mcp.client.session", "mcp.shared.message"),
+    TransportType.HTTP: ("mcp.client.session", "mcp.client.streamable_http", "httpx2"),
+    TransportType.SSE: ("mcp.client.session", "mcp.client.sse"),
+}
+
+
+async def _import_sdk(transport: TransportType) -> None:
+    """Import the SDK in a worker thread the first time it is needed.
+
+    It takes around a second; imported inline, it would freeze every other
+    session of the host for that long on the first dial.
+    """
+    for module in _SDK_MODULES[transport]:
+        if module not in sys.modules:
+            await trio.to_thread.run_sync(importlib.import_module, module)
+
+
+@asynccontextmanager
+async def _open_streams(
+    config: ServerConfig, options: TransportOptions, on_lost: Callable[[str], None]
+) -> AsyncGenerator[tuple[Any, Any, StdioProcess | None], None]:
+    """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
+    if config.transport is TransportType.STDIO:
+        # Imported here, with anyio: importing wave_actors needs neither.
+        from wave_actors._transport.stdio import open_stdio_transport
+
+        async with open_stdio_transport(
+            config, graces=options.graces, on_lost=on_lost, stderr_lines=options.stderr_lines
+        ) as (read_stream, write_stream, process):
+            yield read_stream, write_stream, process
+        return
+    async with open_remote_transport(config, http_timeout=options.http_timeout, on_lost=on_lost) as (
+        read_stream,
+        write_stream,
+    ):
+        yield read_stream, write_stream, None
