@@ -26,6 +26,10 @@ sessions close at once, every reclaim asks for it several times; a
 :class:`_ProcessTable` per trio run shares one scan among all the reclaims
 that asked while it was pending, so closing N sessions costs a few scans, not
 3N scans of a table that grows with N.
+
+Callers: the stdio transport (:mod:`.stdio`) tags and reclaims its server;
+:class:`Graces` is part of the public options (``wave_actors.TransportOptions``);
+the demo server (``wave_actors._demo``) reads :data:`FAMILY_VARIABLE`.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import attrs
 import psutil
 import trio
 
-__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "reclaim", "snapshot_family"]
+__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "reclaim"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,17 +133,6 @@ def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[psu
                 found[child.pid] = child
                 stack.append(child.pid)
     return list(found.values())
-
-
-def snapshot_family(pid: int, tag: str | None = None) -> list[psutil.Process]:
-    """Every live process of the family rooted at ``pid``, the root included.
-
-    Blocking (it reads ``/proc``); async code uses the shared table instead.
-
-    :param pid: the server's pid, which is also its session id.
-    :param tag: the server's :data:`FAMILY_VARIABLE` value, if it was tagged.
-    """
-    return [process for process in _family_in(_scan(), pid, tag) if _alive(process)]
 
 
 class _ProcessTable:

@@ -3,6 +3,10 @@
 Servers write logs, stack traces and progress bars to stderr. It is never
 parsed; the last lines are kept so that an error can say *why* a server died,
 and memory stays bounded however much a server writes.
+
+The stdio transport (:mod:`.stdio`) feeds it; dial errors
+(:func:`~wave_actors._transport.failures.dial_error`) end with its tail, and
+the open connection carries it (``Connection.stderr``).
 """
 
 from __future__ import annotations
@@ -27,12 +31,9 @@ class StderrLog:
     def __init__(self, max_lines: int = 200) -> None:
         self._lines: collections.deque[str] = collections.deque(maxlen=max_lines)
         self._partial = ""
-        self.total_bytes = 0
-        """Bytes received so far, kept or not."""
 
     def feed(self, data: bytes) -> None:
         """Add a chunk of raw stderr output."""
-        self.total_bytes += len(data)
         text = self._partial + data.decode("utf-8", errors="replace")
         *complete, self._partial = text.split("\n")
         for line in complete:

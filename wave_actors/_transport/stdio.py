@@ -9,7 +9,7 @@ object instead of a bounded log. Here the family is tagged at spawn
 :func:`~wave_actors._transport.proctree.reclaim` with configurable graces.
 
 Protocol on stdout, one JSON-RPC message per line; logs on stderr, never parsed
-(R-CFG-9).
+(R-CFG-9). The only caller is :func:`~wave_actors._transport.dial.open_connection`.
 """
 
 from __future__ import annotations
