@@ -150,7 +150,7 @@ async def test_crash_is_detected_even_when_a_grandchild_holds_stdout_open() -> N
 
 
 @pytest.mark.parametrize("flags", [{"grandchild": True}, {"setsid_grandchild": True}])
-async def test_close_reclaims_grandchildren(flags: dict[str, bool]) -> None:
+async def test_close_reclaims_grandchildren(flags: dict[str, Any]) -> None:
     # R-KILL-1: the SDK's own client leaves these alive.
     config = config_for(fault_server_entry(**flags))
     async with open_connection(config, options=FAST) as connection:
