@@ -114,6 +114,14 @@ async def test_an_unknown_protocol_version_gets_the_latest() -> None:
         assert (await client.initialize("2099-01-01"))["protocolVersion"] == "2025-11-25"
 
 
+async def test_list_twice_lists_a_tool_twice() -> None:
+    # A broken server's tools/list, for the runtime's de-duplication (R-TOOL-1).
+    async with raw_server(fault_server_entry(list_twice=["echo"])) as client:
+        await client.initialize()
+        names = [tool["name"] for tool in (await client.call("tools/list", {}))["result"]["tools"]]
+        assert names.count("echo") == 2 and names.count("sleep") == 1
+
+
 async def test_an_unknown_method_is_method_not_found() -> None:
     async with raw_server(fault_server_entry()) as client:
         await client.initialize()

@@ -1,4 +1,6 @@
-"""MCP servers to test against: a fast fault-injection fake and the SDK's reference server.
+"""What host authors need to test against wave-actors: MCP servers that misbehave on demand, and checks.
+
+Servers:
 
 * :func:`fault_server_entry` -- a config entry for the stdlib-only stdio server
   in ``fault_server.py`` whose misbehaviour is chosen by keyword (slow
@@ -11,9 +13,21 @@
 * :func:`entry_command` -- the argv of a stdio entry, for tests that start a
   server on raw pipes or through ``StdioServerParameters``.
 
-This module is imported by host authors' test suites, so it stays light:
-``trio`` is imported inside :func:`serve_reference_server`, ``mcp`` only in
-the server subprocesses.
+Checks:
+
+* :func:`process_census` -- every live process a program started: its
+  descendants, and every process carrying its environment mark, so that
+  ``setsid`` and re-parented grandchildren are found too. With
+  :func:`leftover_processes`, :func:`kill_processes`, :func:`describe` and
+  :func:`is_alive` it makes a leak check; :data:`FAMILY_VARIABLE` is the mark
+  the runtime puts on every server it spawns.
+* :func:`wait_for_state` -- wait, with a timeout, until a server of a session
+  is in one of some states (:class:`StateNotReached` says what was seen instead).
+* :func:`count_tasks` -- the tasks of the current trio run, to measure what
+  idle sessions cost.
+
+This module is imported by host authors' test suites, so it stays light: it
+never imports ``mcp``, which only the server subprocesses do.
 """
 
 from __future__ import annotations
@@ -25,14 +39,34 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final, Literal, cast
 
+from wave_actors._transport.proctree import FAMILY_VARIABLE as _FAMILY_VARIABLE
+from wave_actors.testing._census import (
+    describe as describe,
+    is_alive as is_alive,
+    kill_processes as kill_processes,
+    leftover_processes as leftover_processes,
+    process_census as process_census,
+)
+from wave_actors.testing._states import StateNotReached as StateNotReached, wait_for_state as wait_for_state
+from wave_actors.testing._tasks import count_tasks as count_tasks
+
 __all__ = [
     "CRASH_AFTER_CALLS_EXIT_CODE",
+    "FAMILY_VARIABLE",
     "FAULT_SERVER_PATH",
     "REFERENCE_SERVER_PATH",
+    "StateNotReached",
+    "count_tasks",
+    "describe",
     "entry_command",
     "fault_server_entry",
+    "is_alive",
+    "kill_processes",
+    "leftover_processes",
+    "process_census",
     "reference_server_entry",
     "serve_reference_server",
+    "wait_for_state",
 ]
 
 FAULT_SERVER_PATH: Final = Path(__file__).with_name("fault_server.py")
@@ -43,6 +77,15 @@ REFERENCE_SERVER_PATH: Final = Path(__file__).with_name("reference_server.py")
 
 CRASH_AFTER_CALLS_EXIT_CODE: Final = 3
 """Exit code of a fault server started with ``crash_after_calls``."""
+
+FAMILY_VARIABLE: Final = _FAMILY_VARIABLE
+"""The environment variable the runtime sets on every stdio server it spawns, one fresh value per spawn.
+
+The server's children inherit it, so ``process_census(FAMILY_VARIABLE)``
+finds every server family a wave-actors program started, ``setsid``
+grandchildren included; ``process.environ()[FAMILY_VARIABLE]`` tells the
+families apart.
+"""
 
 # -I: no user site, no PYTHON* variables, no script directory on sys.path.
 # -S: no site module, so no site-packages scan (.pth files cost milliseconds).
@@ -65,6 +108,7 @@ def fault_server_entry(
     tools: int | None = None,
     instructions: str | None = None,
     read_only: Iterable[str] = (),
+    list_twice: Iterable[str] = (),
     init_delay: float | None = None,
     call_delay: float | None = None,
     crash_after_calls: int | None = None,
@@ -92,6 +136,7 @@ def fault_server_entry(
         ``echo``, ``sleep``, ``fail``, ``crash``, ``pid``, ``notify_list_changed``.
     :param instructions: the ``instructions`` text of the initialize result.
     :param read_only: tool names to annotate with ``readOnlyHint: true``.
+    :param list_twice: tool names that ``tools/list`` lists twice (a broken server).
     :param init_delay: seconds to wait before answering ``initialize``.
     :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
     :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
@@ -131,10 +176,9 @@ def fault_server_entry(
     for name, value in valued.items():
         if value is not None:
             args += [_flag(name), _flag_value(value)]
-    if isinstance(read_only, str):
-        read_only = [read_only]
-    for tool in read_only:
-        args += ["--read-only", tool]
+    for flag, tools_named in (("--read-only", read_only), ("--list-twice", list_twice)):
+        for tool in [tools_named] if isinstance(tools_named, str) else tools_named:
+            args += [flag, tool]
     switches = {
         "ignore_sigterm": ignore_sigterm,
         "grandchild": grandchild,

@@ -18,7 +18,8 @@ then sends nothing.
 Tools: ``echo {text}``, ``sleep {seconds}``, ``fail {message}``,
 ``crash {code}``, ``pid {}``, ``notify_list_changed {}``, and with
 ``--tools N`` the echo-like ``tool_1`` .. ``tool_N``. The server trusts its
-arguments: schemas are advertised, not enforced.
+arguments: schemas are advertised, not enforced. ``--list-twice TOOL`` lists a
+tool twice, as a broken server might.
 
 Process behaviour worth knowing:
 
@@ -94,6 +95,9 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--read-only", action="append", default=[], metavar="TOOL", help="mark TOOL readOnlyHint (repeatable)"
     )
+    parser.add_argument(
+        "--list-twice", action="append", default=[], metavar="TOOL", help="list TOOL twice in tools/list (repeatable)"
+    )
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument(
@@ -168,7 +172,8 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
     for tool in tools:
         if tool["name"] in read_only:
             tool["annotations"] = {"readOnlyHint": True}
-    return tools
+    twice = set(options.list_twice)
+    return [*tools, *(dict(tool) for tool in tools if tool["name"] in twice)]
 
 
 def _extra_tool(name: str) -> JSONObject:
