@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from wave_actors import DialError, ServerUnavailable
-from wave_actors._config import ServerConfig, Source
-from wave_actors.testing import serve_reference_server
+from wave_actors import DialError, ServerConfig, ServerUnavailable, Source
 from wave_actors._transport import TransportOptions, open_connection
+from wave_actors.testing import serve_reference_server
 
 
 def remote(kind: str, url: str) -> ServerConfig:

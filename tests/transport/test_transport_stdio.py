@@ -15,10 +15,9 @@ import psutil
 import pytest
 import trio
 
-from wave_actors import ConfigError, DialError, ServerUnavailable, ToolTimeout
-from wave_actors._config import ServerConfig, Source
-from wave_actors.testing import fault_server_entry, reference_server_entry
+from wave_actors import ConfigError, DialError, ServerConfig, ServerUnavailable, Source, ToolTimeout
 from wave_actors._transport import Graces, TransportOptions, open_connection
+from wave_actors.testing import fault_server_entry, reference_server_entry
 
 FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
 
