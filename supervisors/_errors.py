@@ -12,13 +12,13 @@ class SupervisorError(Exception):
     """Base class of every error the supervisor itself raises.
 
     Also raised directly for a misuse the caller can fix: starting a child on a
-    closed supervisor, or under a name whose previous incarnation is still
-    running.
+    closed (or closing) supervisor, starting one under a name whose previous
+    incarnation is still running, or deleting a child that has not ended.
     """
 
 
 class UnknownChild(SupervisorError, LookupError):
-    """No child was ever started under this name in this supervisor."""
+    """No child of this name is known: none was started here, or it was deleted."""
 
 
 class ChildNotStarted(SupervisorError):

@@ -39,14 +39,22 @@ class EventKind(enum.Enum):
 
     RESTARTING = "restarting"
     """The next incarnation starts after ``delay`` seconds; ``incarnation`` and
-    ``error`` are those of the incarnation that exited."""
+    ``error`` are those of the incarnation that exited, or, for a child the
+    strategy stopped, its last incarnation and a :class:`SiblingRestart`.
+    Under a strategy, a child waiting for its restart may get another one with
+    a new delay when an overlapping restart of a sibling postpones it; and
+    the siblings start one after the other, so a ``delay`` is the earliest."""
 
     GAVE_UP = "gave_up"
-    """The restart budget is spent; the child stays down. ``error`` is its last error."""
+    """The restart budget (the child's own, or the supervisor's) is spent; the
+    child stays down. ``error`` is its last error."""
 
     STOPPED = "stopped"
-    """A stop ended the child. ``error`` is a :class:`ChildAbandoned` if it did
-    not finish within its shutdown deadline (an ``EXITED`` follows when it does)."""
+    """A stop ended the child's incarnation. ``error`` is ``None`` for a stop for
+    good, a :class:`SiblingRestart` when the strategy stopped it (a
+    ``RESTARTING`` follows unless it is temporary), or a
+    :class:`ChildAbandoned` if it did not finish within its shutdown deadline
+    (published at the deadline; an ``EXITED`` follows when it does finish)."""
 
 
 @final

@@ -1,4 +1,4 @@
-"""Restart intensity: how many restarts a child may use in a sliding time window."""
+"""Restart intensity: how many restarts fit in a sliding time window."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import attrs
 class RestartIntensity:
     """At most ``max_restarts`` restarts within any ``period`` seconds (OTP's MaxR/MaxT).
 
+    Used per child (each child's restarts) and, optionally, per supervisor (the
+    restarts of all its children together; a strategy restart counts once).
     Restarts are counted when the supervisor *decides* to restart (the moment
     the child exited), not when the restarted child runs after its backoff
     delay: otherwise a long backoff would hide a crash loop from the budget.

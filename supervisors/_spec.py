@@ -15,7 +15,10 @@ from ._intensity import RestartIntensity
 class Restart(enum.Enum):
     """When a child that exited on its own is started again (OTP's restart types).
 
-    A child stopped through the supervisor is never restarted, whatever its type.
+    A child stopped for good (:meth:`Supervisor.stop_child`, the shutdown) is
+    never restarted, whatever its type. One that the supervisor's strategy
+    stopped because a sibling is restarted is restarted with it, unless it is
+    ``TEMPORARY``.
     """
 
     PERMANENT = "permanent"
@@ -36,7 +39,8 @@ class ChildContext:
     :param name: the child's name.
     :param incarnation: 1 for the first run under this name in this
         supervisor, then 2, 3, ... for every restart *and* every later start
-        under the same name, so it can serve as a connection generation.
+        under the same name, so it can serve as a connection generation
+        (:meth:`Supervisor.delete_child` forgets a name and its count).
     :param report_started: what :meth:`started` calls; supplied by the supervisor.
     """
 
@@ -47,11 +51,13 @@ class ChildContext:
     def started(self) -> None:
         """Report that this incarnation is up.
 
-        :meth:`Supervisor.start_child` returns only after its child called this.
+        :meth:`Supervisor.start_child` returns only after its child called this,
+        with the child's status as of this call.
         The time it is called also starts the ``reset_after`` clock of the backoff.
-        A call after the child was asked to stop is ignored.
+        A call after this incarnation was asked to stop, or after it ended (a
+        context kept past the end of ``run``), is ignored and raises nothing.
 
-        :raises RuntimeError: if called twice by the same incarnation.
+        :raises RuntimeError: if called twice by the same running incarnation.
         """
         self._report_started()
 
@@ -72,7 +78,8 @@ class ChildSpec:
         ``context.started()`` once it is up. Whatever it returns is ignored.
     :param restart: when an exit on its own leads to a restart.
     :param shutdown_timeout: seconds the child gets to finish after being
-        cancelled by a stop before it is abandoned (and reported as such).
+        cancelled by a stop (for good, or the strategy's) before it is
+        abandoned (and reported as such).
     :param intensity: overrides the supervisor's restart intensity for this child.
     :param backoff: overrides the supervisor's backoff for this child.
     :raises ValueError: if ``name`` is empty or ``shutdown_timeout`` is negative.

@@ -18,24 +18,30 @@ class ChildState(enum.Enum):
     """The current incarnation reported ``started()``."""
 
     RESTARTING = "restarting"
-    """The last incarnation exited and the next waits out its backoff delay."""
+    """The last incarnation exited (or was stopped by the strategy) and the next
+    waits for its turn: a backoff delay, and under a strategy, its siblings."""
 
     STOPPING = "stopping"
-    """A stop cancelled the child; waiting for it to finish within its deadline."""
+    """A stop (for good, or the strategy's) cancelled the child; waiting for it
+    to finish within its deadline."""
 
     ABANDONED = "abandoned"
     """The stop deadline passed and the child's task is still running (it is
     stuck in a shielded scope). Becomes ``STOPPED`` once the task really ends."""
 
     STOPPED = "stopped"
-    """Ended by a stop (or by the cancellation of the caller of ``start_child``)."""
+    """Ended by a stop for good (:meth:`Supervisor.stop_child`, the shutdown, or
+    the cancellation of the caller of ``start_child``), or a temporary child
+    stopped by the strategy."""
 
     EXITED = "exited"
     """Ended on its own and was not restarted: a temporary child, a transient
-    child that returned, a failed first start, or an exit during shutdown."""
+    child that returned, a failed first start, an exit during shutdown, or a
+    ``KeyboardInterrupt``/``SystemExit``."""
 
     GAVE_UP = "gave_up"
-    """Ended on its own more often than its restart intensity allows."""
+    """Ended on its own when one more restart would exceed its restart
+    intensity, or the supervisor's."""
 
 
 @final
@@ -48,7 +54,9 @@ class ChildStatus:
     :param incarnation: the number of its latest incarnation (0 before the first).
     :param error: the last exception that matters for ``state``: the crash that
         is being restarted from (``RESTARTING``), that ended it (``EXITED``,
-        ``GAVE_UP``), or a :class:`ChildAbandoned` (``ABANDONED``); else ``None``.
+        ``GAVE_UP``), a :class:`ChildAbandoned` (``ABANDONED``), or a
+        :class:`SiblingRestart` when the strategy stopped it (``RESTARTING``,
+        or ``STOPPED`` for a temporary child); else ``None``.
     """
 
     name: str

@@ -10,6 +10,7 @@ from supervisor_support import NO_DELAY, Boom, drained
 from supervisors import (
     Backoff,
     ChildContext,
+    ChildEvent,
     ChildSpec,
     ChildState,
     EventKind,
@@ -165,3 +166,52 @@ async def test_on_event_hook_sees_every_event_in_order_without_dropping(
         (EventKind.STARTED, 3),
         (EventKind.STOPPED, 3),
     ]
+
+
+async def test_an_on_event_hook_that_raises_is_logged_and_ignored(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def breaks(event: ChildEvent) -> None:
+        raise ValueError("hook bug")
+
+    async with Supervisor.open(backoff=NO_DELAY, on_event=breaks) as supervisor:
+        events = supervisor.subscribe()
+        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        await trio.sleep(1.5)
+        assert supervisor.status("child").incarnation == 2  # the supervisor went on
+    assert [event.kind for event in await drained(events)] == [  # subscribers still see everything
+        EventKind.STARTED,
+        EventKind.EXITED,
+        EventKind.RESTARTING,
+        EventKind.STARTED,
+        EventKind.STOPPED,
+    ]
+    assert [record.message for record in caplog.records].count(
+        f"on_event hook raised on {ChildEvent(EventKind.STARTED, 'child', 1, 0.0)!r}; ignored"
+    ) == 1
+
+
+async def test_a_subscription_sees_only_events_published_after_it_was_made(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with Supervisor.open() as supervisor:
+        await supervisor.start_child(ChildSpec("before", crashes_after_one_second))
+        events = supervisor.subscribe()
+        await supervisor.start_child(ChildSpec("after", crashes_after_one_second))
+        await supervisor.stop_child("before")
+        await supervisor.stop_child("after")
+    assert [(event.kind, event.name) for event in await drained(events)] == [
+        (EventKind.STARTED, "after"),
+        (EventKind.STOPPED, "before"),
+        (EventKind.STOPPED, "after"),
+    ]
+
+
+async def test_waiting_for_the_next_event_is_always_a_checkpoint(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with Supervisor.open() as supervisor:
+        events = supervisor.subscribe()
+        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        with trio.testing.assert_checkpoints():
+            await events.__anext__()  # buffered already: still a checkpoint

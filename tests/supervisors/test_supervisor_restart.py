@@ -26,6 +26,7 @@ from supervisors import (
     Restart,
     RestartIntensity,
     RestartIntensityExceeded,
+    Strategy,
     Supervisor,
     SupervisorError,
     UnknownChild,
@@ -422,3 +423,81 @@ async def test_reporting_started_twice_is_a_programming_error(
         status = supervisor.status("child")
     assert status.state is ChildState.GAVE_UP
     assert isinstance(status.error, RuntimeError)
+
+
+async def test_restarts_count_against_the_intensity_when_decided_not_when_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Crashes at 1.1 and 5.2, 3 s of backoff between: the first restart was
+    # decided at 1.1 (it ran at 4.1), so at 5.2 it is out of a 4 s window.
+    intensity = RestartIntensity(max_restarts=1, period=4.0)
+    backoff = Backoff(initial=3.0, multiplier=1.0, jitter=0.0)
+    async with Supervisor.open(intensity=intensity, backoff=backoff) as supervisor:
+        events = supervisor.subscribe()
+        await supervisor.start_child(ChildSpec("child", crashes_after(1.1)))
+        await trio.sleep(9)
+    restarts = [event.time for event in await drained(events) if event.kind is EventKind.RESTARTING]
+    assert restarts == pytest.approx([1.1, 5.2])
+
+
+async def test_a_new_start_of_a_name_starts_its_backoff_afresh(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    backoff = Backoff(initial=1.0, multiplier=2.0, jitter=0.0, reset_after=1000.0)
+    async with Supervisor.open(intensity=GENEROUS, backoff=backoff) as supervisor:
+        events = supervisor.subscribe()
+        spec = ChildSpec("child", crashes_after(0.5))
+        await supervisor.start_child(spec)
+        await trio.sleep(4.25)  # restarts after 1, then 2 s of delay...
+        await supervisor.stop_child("child")
+        await supervisor.start_child(spec)
+        await trio.sleep(1)
+    delays = [event.delay for event in await drained(events) if event.kind is EventKind.RESTARTING]
+    assert delays == [1.0, 2.0, 1.0]  # ...and 1 s again after the new start
+
+
+async def test_restart_child_restarts_only_that_child_whatever_the_strategy(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with Supervisor.open(strategy=Strategy.ONE_FOR_ALL) as supervisor:
+        await supervisor.start_child(ChildSpec("a", serve_forever))
+        await supervisor.start_child(ChildSpec("b", serve_forever))
+        status = await supervisor.restart_child("a")
+        assert (status.state, status.incarnation) == (ChildState.RUNNING, 2)
+        assert supervisor.status("b").incarnation == 1
+        assert [status.name for status in supervisor.children()] == ["b", "a"]  # a is now the latest start
+
+
+async def test_restart_child_raises_a_failed_start_without_retrying_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def fails_after_the_first(context: ChildContext) -> None:
+        if context.incarnation > 1:
+            raise Boom("refused")
+        context.started()
+        await trio.sleep_forever()
+
+    async with Supervisor.open(backoff=NO_DELAY) as supervisor:
+        await supervisor.start_child(ChildSpec("child", fails_after_the_first))
+        with pytest.raises(Boom, match="refused"):
+            await supervisor.restart_child("child")
+        await trio.sleep(5)
+        assert (supervisor.status("child").state, supervisor.status("child").incarnation) == (ChildState.EXITED, 2)
+
+
+async def test_restart_child_refuses_a_child_its_stop_abandoned(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def stuck(context: ChildContext) -> None:
+        context.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(10)
+
+    async with Supervisor.open() as supervisor:
+        await supervisor.start_child(ChildSpec("child", stuck, shutdown_timeout=1.0))
+        with pytest.raises(SupervisorError, match="still abandoned"):
+            await supervisor.restart_child("child")
+        assert trio.current_time() == 1

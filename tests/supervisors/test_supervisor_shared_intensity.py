@@ -135,3 +135,31 @@ async def test_without_a_supervisor_intensity_only_each_childs_own_budget_applie
             await supervisor.start_child(ChildSpec(name, crashes_after(2.0)))
         await trio.sleep(9)  # 8 children x 4 restarts: 32 restarts in 8 s, each child within 5 in 10 s
         assert {status.state for status in supervisor.children()} == {ChildState.RUNNING}
+
+
+async def test_a_nested_supervisor_that_spends_its_intensity_is_restarted_by_its_parent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # OTP's escalation up a supervision tree: the inner supervisor's error leaves
+    # its child's run like any crash, and the outer one restarts it.
+    inner_runs: list[int] = []
+
+    async def inner_supervisor(context: ChildContext) -> None:
+        inner_runs.append(context.incarnation)
+        async with Supervisor.open(
+            intensity=GENEROUS,
+            supervisor_intensity=RestartIntensity(max_restarts=1, period=100.0),
+            backoff=NO_DELAY,
+        ) as inner:
+            await inner.start_child(ChildSpec("worker", crashes_after(1.0)))
+            context.started()
+            await trio.sleep_forever()
+
+    seen: list[ChildEvent] = []
+    async with Supervisor.open(intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append) as outer:
+        await outer.start_child(ChildSpec("inner", inner_supervisor))
+        await trio.sleep(5)
+    crashes = [event for event in seen if event.kind is EventKind.EXITED]
+    assert [(event.incarnation, event.time) for event in crashes] == [(1, 2.0), (2, 4.0)]
+    assert all(isinstance(event.error, RestartIntensityExceeded) for event in crashes)
+    assert inner_runs == [1, 2, 3]

@@ -5,6 +5,7 @@ All on trio's MockClock with autojump: times asserted below are virtual and exac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -369,3 +370,15 @@ async def test_supervisor_opened_in_a_cancelled_scope_closes_instead_of_hanging(
             async with Supervisor.open():
                 await trio.sleep_forever()
     assert scope.cancelled_caught
+
+
+async def test_an_infinite_shutdown_timeout_waits_for_the_child_however_long(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with Supervisor.open() as supervisor:
+        events = supervisor.subscribe()
+        await supervisor.start_child(ChildSpec("patient", ignores_cancellation_for(1e6), shutdown_timeout=math.inf))
+        status = await supervisor.stop_child("patient")
+        assert (status.state, status.error) == (ChildState.STOPPED, None)
+        assert trio.current_time() == 1e6
+    assert [event.kind for event in await drained(events)] == [EventKind.STARTED, EventKind.STOPPED]

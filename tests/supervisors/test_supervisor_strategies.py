@@ -485,3 +485,61 @@ async def test_strategy_is_chosen_per_supervisor(
         expected = 2 if strategy is Strategy.ONE_FOR_ALL else 1  # rest_for_one: steady came first
         assert first.status("steady").incarnation == expected
         assert second.status("steady").incarnation == 1  # the default is one_for_one
+
+
+async def test_a_permanent_child_that_returns_takes_its_siblings_along_with_no_error_as_cause(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def returns_once(context: ChildContext) -> None:
+        context.started()
+        if context.incarnation == 1:
+            await trio.sleep(1)
+            return
+        await trio.sleep_forever()
+
+    seen: list[ChildEvent] = []
+    async with Supervisor.open(
+        strategy=Strategy.ONE_FOR_ALL, intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append
+    ) as supervisor:
+        await supervisor.start_child(ChildSpec("sibling", serve_forever))
+        await supervisor.start_child(ChildSpec("permanent", returns_once))
+        await trio.sleep(2)
+        assert supervisor.status("sibling").incarnation == 2
+    reason = next(event.error for event in seen if event.name == "sibling" and event.kind is STOPPED)
+    assert isinstance(reason, SiblingRestart)
+    assert reason.__cause__ is None
+
+
+async def test_a_child_waiting_for_its_restart_is_told_when_an_overlapping_one_postpones_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # rest_for_one: c restarts alone at 2; at 1.5, a (started first) crashes with
+    # a 3 s backoff, which takes b and c along and postpones c to 4.5.
+    def crashes_at(moment: float) -> Run:
+        async def run(context: ChildContext) -> None:
+            context.started()
+            if context.incarnation == 1:
+                await trio.sleep(moment)
+                raise Boom(f"{context.name} crashed")
+            await trio.sleep_forever()
+
+        return run
+
+    seen: list[ChildEvent] = []
+    async with Supervisor.open(strategy=Strategy.REST_FOR_ONE, intensity=GENEROUS, on_event=seen.append) as supervisor:
+        await supervisor.start_child(ChildSpec("a", crashes_at(1.5), backoff=Backoff(initial=3.0, jitter=0.0)))
+        await supervisor.start_child(ChildSpec("b", serve_forever))
+        await supervisor.start_child(ChildSpec("c", crashes_at(1.0), backoff=Backoff(initial=1.0, jitter=0.0)))
+        await trio.sleep(10)
+    restarting = [(event.name, event.time, event.delay) for event in seen if event.kind is RESTARTING]
+    assert restarting == [
+        ("c", 1.0, 1.0),
+        ("a", 1.5, 3.0),
+        ("c", 1.5, 3.0),  # postponed, and told so
+        ("b", 1.5, 3.0),
+    ]
+    assert [(event.name, event.time) for event in seen if event.kind is STARTED][3:] == [
+        ("a", 4.5),
+        ("b", 4.5),
+        ("c", 4.5),
+    ]
