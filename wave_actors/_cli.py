@@ -11,11 +11,14 @@ Subcommands::
     wave-actors demo                 a self-contained walkthrough on bundled servers
 
 Every subcommand takes ``--json``; those that read configuration take
-``--workdir`` (default: the current directory) and ``--home`` (default:
-``~/.wave``). Exit codes: :data:`EXIT_OK`, :data:`EXIT_FAILURE` (a tool error, a
-dial or transport failure), :data:`EXIT_USAGE` (bad arguments, unknown or
-unusable server in the configuration). Errors go to stderr as one line naming
-the server, file or field.
+``--workdir`` (default: the current directory), ``--home`` (default:
+``~/.wave``) and ``--trust`` (default: ``all``, as the library's). Exit codes:
+:data:`~wave_actors._console.EXIT_OK`, :data:`~wave_actors._console.EXIT_FAILURE`
+(a tool error, a dial or transport failure),
+:data:`~wave_actors._console.EXIT_USAGE` (bad arguments, unknown or unusable
+server in the configuration). Errors go to stderr as one line naming the
+server, file or field; nothing a configuration file or a server says can make
+the command print a traceback instead.
 
 The parser is the standard library's :mod:`argparse`: five subcommands with a
 handful of options need no dependency, and ``--help`` comes for free.
@@ -26,7 +29,8 @@ subcommands that dial import the runtime inside their own functions, and the
 MCP SDK is imported by the first dial. (Importing the ``wave_actors`` package
 itself still imports ``trio`` through its public re-exports: about 0.2 s.)
 
-``demo`` lives in :mod:`wave_actors._demo`.
+``demo`` lives in :mod:`wave_actors._demo`; what both print through (exit
+codes, one-line errors, tables, JSON) in :mod:`wave_actors._console`.
 """
 
 from __future__ import annotations
@@ -37,12 +41,26 @@ import logging
 import math
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast, get_args
 
-from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TransportType, load_config
+from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TransportType, TrustMode, load_config
+from wave_actors._console import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandFailed,
+    escape_unencodable,
+    fail,
+    json_text,
+    one_line,
+    printable,
+    run_unwrapped,
+    status_table,
+    table,
+)
 
 if TYPE_CHECKING:
     import mcp_types
@@ -50,76 +68,17 @@ if TYPE_CHECKING:
     from wave_actors._session import Session
     from wave_actors._status import ServerStatus, SessionSnapshot
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main", "run_unwrapped", "status_table"]
-
-EXIT_OK: Final = 0
-"""The command did what was asked."""
-
-EXIT_FAILURE: Final = 1
-"""A tool returned an error, or a server failed to dial or was lost."""
-
-EXIT_USAGE: Final = 2
-"""Bad arguments, or a configuration that cannot serve the request."""
+__all__ = ["main"]
 
 _PROGRAM: Final = "wave-actors"
 
-
-class CommandFailed(Exception):
-    """Ends a subcommand with one line on stderr and an exit code.
-
-    :param message: what went wrong, naming the server, file or field.
-    :param code: :data:`EXIT_FAILURE` or :data:`EXIT_USAGE`.
-    """
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def one_line(text: object) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(str(text).split())
-
-
-def fail(message: object, code: int = EXIT_FAILURE) -> NoReturn:
-    """Raise :class:`CommandFailed` with ``message`` made one line."""
-    raise CommandFailed(one_line(message), code)
-
-
-# Tables.
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:
-    """Left-aligned columns as wide as their widest cell; the last column is not padded."""
-    cells = [list(headers), *([one_line(cell) for cell in row] for row in rows)]
-    widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
-    lines = [
-        indent + "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1], strict=True)) + "  " + row[-1]
-        for row in cells
-    ]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def status_table(statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *, indent: str = "") -> str:
-    """A table of server statuses: name, type, state, generation, tools, last error.
-
-    :param statuses: the servers to show, in order; ``(session id, status)``
-        pairs add a first column naming each server's session.
-    :param indent: prepended to every line.
-    """
-    items = list(statuses)
-    with_sessions = any(isinstance(item, tuple) for item in items)
-    headers = ["SESSION"] * with_sessions + ["SERVER", "TYPE", "STATE", "GEN", "TOOLS", "ERROR"]
-    rows: list[list[object]] = []
-    for item in items:
-        session, status = item if isinstance(item, tuple) else ("", item)
-        row: list[object] = [status.name, status.type, status.state.value, status.generation, status.tool_count]
-        rows.append([session] * with_sessions + [*row, status.error or ""])
-    return table(headers, rows, indent)
+# JSON nests without limit, the MCP SDK's serializer does not: it gives up near 255 levels, and then
+# only after the server was dialed, with an error that blames the answer. Tool arguments are shallow.
+_MAX_ARGUMENT_DEPTH: Final = 200
 
 
 def _write_json(document: object, out: TextIO) -> None:
-    out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    out.write(json_text(document, out) + "\n")
 
 
 def _diagnostic_document(diagnostic: Diagnostic) -> dict[str, object]:
@@ -180,6 +139,15 @@ def _parser() -> argparse.ArgumentParser:
     configured.add_argument(
         "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
     )
+    configured.add_argument(
+        "--trust",
+        choices=get_args(TrustMode),
+        default="all",
+        help="which project (.mcp.json) entries load: 'approved' loads only those approved in "
+        "<workdir>/.wave/settings.local.json; 'all' (the default, as in the library) loads every one, so the "
+        "command sees what a host with default settings sees. tools, call and watch start the commands they "
+        "load: use 'approved' in a repository you do not trust",
+    )
     parser = _Parser(
         prog=_PROGRAM,
         description="Supervised, leak-proof MCP server connections: inspect, dial and exercise configured servers.",
@@ -238,6 +206,10 @@ def _home(arguments: argparse.Namespace) -> Path | None:
     return home.expanduser() if home is not None else None
 
 
+def _trust(arguments: argparse.Namespace) -> TrustMode:
+    return cast(TrustMode, arguments.trust)
+
+
 # servers
 
 
@@ -247,7 +219,7 @@ def _configured_state(config: ServerConfig) -> str:
 
 def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
     workdir = _workdir(arguments)
-    loaded: LoadedConfig = load_config(workdir, home=_home(arguments))
+    loaded: LoadedConfig = load_config(workdir, home=_home(arguments), trust=_trust(arguments))
     configs = [loaded.servers[name] for name in sorted(loaded.servers)]
     if arguments.json:
         _write_json(
@@ -285,46 +257,22 @@ def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
         ]
         out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
     else:
-        out.write(f"no MCP servers configured for {loaded.workdir}\n")
+        out.write(f"no MCP servers configured for {printable(loaded.workdir)}\n")
     if loaded.diagnostics:
         out.write("\ndiagnostics:\n")
         for diagnostic in loaded.diagnostics:
-            out.write(f"  {diagnostic}\n")
+            out.write(f"  {printable(str(diagnostic))}\n")
     return EXIT_OK
 
 
 # Sessions for tools, call and watch.
 
 
-def _sole_exception(error: BaseException) -> BaseException:
-    """The one exception inside nested groups, or ``error`` itself when there are several."""
-    inner = error
-    while isinstance(inner, BaseExceptionGroup):
-        members: tuple[BaseException, ...] = cast("BaseExceptionGroup[BaseException]", inner).exceptions
-        if len(members) != 1:
-            return error
-        inner = members[0]
-    return inner
-
-
-def run_unwrapped(function: Any, *args: object) -> Any:
-    """``trio.run``, with an exception that nurseries wrapped in groups handed back unwrapped."""
-    import trio
-
-    try:
-        return trio.run(function, *args)
-    except BaseExceptionGroup as group:
-        sole = _sole_exception(group)
-        if sole is group:
-            raise
-        raise sole from None
-
-
 @asynccontextmanager
 async def _session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
     from wave_actors._session import open_session
 
-    async with open_session(workdir=_workdir(arguments), home=_home(arguments)) as session:
+    async with open_session(workdir=_workdir(arguments), home=_home(arguments), trust=_trust(arguments)) as session:
         yield session
 
 
@@ -398,14 +346,62 @@ async def _tools(arguments: argparse.Namespace, out: TextIO) -> int:
 # call
 
 
+class _Unsendable(ValueError):
+    """A value of ``--args`` that parses but has no faithful JSON form to send."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # json.loads accepts NaN and Infinity, which are not JSON: the SDK would send them as null.
+    raise _Unsendable(f"{name} is not a JSON number (JSON has no NaN or Infinity); use null or a string")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unsendable(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        raise _Unsendable(f"an integer of {digits} digits is longer than the {limit} digits allowed")
+    return int(text)
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(cast(dict[str, object], item).values())
+        elif isinstance(item, list):
+            children = list(cast(list[object], item))
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _parse_arguments_json(text: str) -> dict[str, object]:
+    too_deep = f"--args nests deeper than the {_MAX_ARGUMENT_DEPTH} levels a tool call can carry"
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         fail(f"--args is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}", EXIT_USAGE)
+    except _Unsendable as error:
+        fail(f"--args: {error}", EXIT_USAGE)
+    except RecursionError:
+        fail(too_deep, EXIT_USAGE)
     if not isinstance(value, dict):
         fail(f"--args must be a JSON object like '{{\"text\": \"hi\"}}', got {type(value).__name__}", EXIT_USAGE)
-    return cast(dict[str, object], value)
+    arguments = cast(dict[str, object], value)
+    if _depth(arguments) > _MAX_ARGUMENT_DEPTH:
+        fail(too_deep, EXIT_USAGE)
+    return arguments
 
 
 def _content_text(result: mcp_types.CallToolResult) -> str:
@@ -460,7 +456,7 @@ def _snapshot_document(session: Session, snapshot: SessionSnapshot) -> dict[str,
 
 def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -> None:
     clock = time.strftime("%H:%M:%S")
-    header = f"{_PROGRAM} watch: {session.workdir}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
+    header = f"{_PROGRAM} watch: {printable(str(session.workdir))}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
     body = status_table(snapshot.servers) if snapshot.servers else "no MCP servers configured"
     if out.isatty():
         out.write("\x1b[H\x1b[J")  # home, clear: redraw in place
@@ -498,7 +494,7 @@ async def _watch(arguments: argparse.Namespace, out: TextIO) -> int:
                 nursery.start_soon(session.prepare_turn)
                 async for snapshot in session.watch():
                     if arguments.json:
-                        out.write(json.dumps(_snapshot_document(session, snapshot), ensure_ascii=False) + "\n")
+                        out.write(json_text(_snapshot_document(session, snapshot), out, indent=None) + "\n")
                     else:
                         _render_snapshot(session, snapshot, out)
                     out.flush()
@@ -543,6 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: the arguments after the program name (default: ``sys.argv[1:]``).
     :returns: :data:`EXIT_OK`, :data:`EXIT_FAILURE` or :data:`EXIT_USAGE`.
     """
+    escape_unencodable(sys.stdout)
+    escape_unencodable(sys.stderr)
     arguments = _parser().parse_args(argv)
     _configure_logging()
     out = sys.stdout

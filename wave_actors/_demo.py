@@ -1,42 +1,39 @@
 """``wave-actors demo``: a self-contained walkthrough of the guarantees, on bundled servers.
 
-One :class:`~wave_actors._host.Host`, two sessions, no configuration read: the
+One :class:`~wave_actors.Host`, two sessions, no configuration read: the
 servers are constructor entries for the bundled stdlib fault server and the
 MCP SDK's reference server, and the host's home and the sessions' workdir are
 empty temporary directories. Each step says what it expects, checks it and
 prints ✓ or ✗; the run fails (exit 1) if any check does.
 
-Processes are counted with psutil: the descendants of this process, plus any
-process whose environment carries this run's marker (every server entry
-overlays it, and servers pass their environment to their children), which
-finds ``setsid`` or re-parented grandchildren too. Only processes tagged by
-the runtime's :data:`~wave_actors._transport.proctree.FAMILY_VARIABLE` and this
-run's marker count, so other wave-actors programs never do.
+Processes are counted by :func:`wave_actors.testing.process_census`: the
+descendants of this process, plus any process whose environment carries this
+run's mark (every server entry overlays it, and servers pass their environment
+to their children), which finds ``setsid`` or re-parented grandchildren too.
+The mark is fresh for every run, so other programs' processes never count.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from typing import Final, TextIO
 
 import attrs
-import psutil
 import trio
 
-from wave_actors._cli import EXIT_FAILURE, EXIT_OK, one_line, run_unwrapped, status_table
-from wave_actors._errors import ServerUnavailable, WaveActorsError
-from wave_actors._host import Host
-from wave_actors._session import Session
-from wave_actors._status import ServerState
-from wave_actors.testing import fault_server_entry, reference_server_entry
-from wave_actors._tools import LoadMode
-from wave_actors._transport.proctree import FAMILY_VARIABLE
+from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, Session, WaveActorsError
+from wave_actors._console import EXIT_FAILURE, EXIT_OK, json_text, one_line, run_unwrapped, status_table
+from wave_actors.testing import (
+    StateNotReached,
+    fault_server_entry,
+    process_census,
+    reference_server_entry,
+    wait_for_state,
+)
 
 __all__ = ["run_demo"]
 
@@ -113,49 +110,9 @@ def _marks(out: TextIO) -> tuple[str, str]:
     return ("✓", "✗")
 
 
-@attrs.frozen
-class ProcessCount:
-    """The demo's live processes at one moment.
-
-    :param descendants: pids of live descendants of this process.
-    :param tagged: pids of live processes carrying this run's marker and a
-        family tag that are not descendants (re-parented ones).
-    """
-
-    descendants: frozenset[int]
-    tagged: frozenset[int]
-
-    @property
-    def total(self) -> int:
-        """Every live process of the run."""
-        return len(self.descendants | self.tagged)
-
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def count_processes(run: str) -> ProcessCount:
-    """Count this run's live processes (blocking: it reads ``/proc``)."""
-    me = psutil.Process()
-    try:
-        descendants = {child.pid for child in me.children(recursive=True) if _alive(child)}
-    except psutil.Error:
-        descendants = set[int]()
-    tagged: set[int] = set()
-    for process in psutil.process_iter():
-        if process.pid == me.pid or process.pid in descendants:
-            continue
-        try:
-            environ = process.environ()
-        except (psutil.Error, OSError):
-            continue
-        if environ.get(RUN_VARIABLE) == run and FAMILY_VARIABLE in environ and _alive(process):
-            tagged.add(process.pid)
-    return ProcessCount(frozenset(descendants), frozenset(tagged))
+def count_processes(run: str) -> int:
+    """How many processes of this run are alive (blocking: it reads ``/proc``)."""
+    return len(process_census(RUN_VARIABLE, run))
 
 
 def _text(result: object) -> str:
@@ -172,19 +129,12 @@ class _Demo:
         self.run = run
         self.destroy_log: list[tuple[str, int]] = []
 
-    async def processes(self) -> ProcessCount:
+    async def processes(self) -> int:
         return await trio.to_thread.run_sync(count_processes, self.run)
 
     async def before_destroy(self, session: Session) -> None:
         """The host's destroy hook: it runs while the session's servers are still up (R-KILL-3)."""
-        self.destroy_log.append((session.id, (await self.processes()).total))
-
-    async def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
-        with trio.move_on_after(timeout):
-            while not condition():
-                await trio.sleep(_POLL_INTERVAL)
-            return True
-        return False
+        self.destroy_log.append((session.id, await self.processes()))
 
     async def create(self, workdir: str) -> tuple[Session, Session]:
         walk = self.walk
@@ -210,7 +160,7 @@ class _Demo:
             f"{len(statuses)} servers registered in 2 sessions, all disconnected",
         )
         count = await self.processes()
-        walk.check(count.total == 0, f"{count.total} processes spawned (psutil: descendants of pid {os.getpid()})")
+        walk.check(count == 0, f"{count} processes spawned (psutil: descendants of pid {os.getpid()} and marked ones)")
         walk.table(self.host)
         return chat, slow
 
@@ -241,7 +191,7 @@ class _Demo:
                 f"dials: {each} (init delays: echo {ECHO_INIT_DELAY:.1f} s, notes {NOTES_INIT_DELAY:.1f} s)",
             )
         count = await self.processes()
-        walk.check(count.total == 4, f"{count.total} processes: 3 servers and the setsid grandchild of notes")
+        walk.check(count == 4, f"{count} processes: 3 servers and the setsid grandchild of notes")
         walk.table(self.host)
 
     async def calls(self, chat: Session) -> None:
@@ -276,9 +226,9 @@ class _Demo:
         await chat.disconnect("notes")
         after = await self.processes()
         walk.check(
-            chat.server("notes").state is ServerState.DISCONNECTED and after.total == before.total - 2,
+            chat.server("notes").state is ServerState.DISCONNECTED and after == before - 2,
             f'disconnect("notes") -> {chat.server("notes").state.value}; its server and setsid grandchild '
-            f"reclaimed ({before.total} -> {after.total} processes)",
+            f"reclaimed ({before} -> {after} processes)",
         )
         generations = {status.name: status.generation for status in chat.servers()}
         await chat.prepare_turn()
@@ -353,11 +303,15 @@ class _Demo:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(turn)
-            dialing = await self.wait_for(lambda: slow.server("slow").state is ServerState.CONNECTING, 5.0)
+            try:
+                await wait_for_state(slow, "slow", ServerState.CONNECTING, timeout=5.0)
+                dialing = True
+            except StateNotReached:
+                dialing = False
             spawned = False
             deadline = time.monotonic() + 5.0
             while dialing and time.monotonic() < deadline:
-                if (await self.processes()).total > before.total:
+                if await self.processes() > before:
                     spawned = True
                     break
                 await trio.sleep(_POLL_INTERVAL)
@@ -371,7 +325,7 @@ class _Demo:
                 f'destroy_session("chat-2") returned in {elapsed:.2f} s, before the dial could finish',
             )
         after = await self.processes()
-        walk.check(after.total == before.total, f"its process is gone: {after.total} processes, as before the dial")
+        walk.check(after == before, f"its process is gone: {after} processes, as before the dial")
         walk.check(outcome == ["returned"], f"the cancelled prepare_turn() {outcome[0] if outcome else 'never ended'}")
         untouched = all(
             chat.server(name).generation == generation and chat.server(name).state is not ServerState.ERROR
@@ -390,12 +344,12 @@ class _Demo:
         after = await self.processes()
         hook = [count for session_id, count in self.destroy_log if session_id == chat.id]
         walk.check(
-            hook == [before.total],
-            f"the before_destroy hook ran first, while chat-1's {before.total} processes were still up",
+            hook == [before],
+            f"the before_destroy hook ran first, while chat-1's {before} processes were still up",
         )
         walk.check(
-            after.total == 0 and chat.closed,
-            f'destroy_session("chat-1") returned in {elapsed:.2f} s with {after.total} processes left',
+            after == 0 and chat.closed,
+            f'destroy_session("chat-1") returned in {elapsed:.2f} s with {after} processes left',
         )
         await self.host.destroy_session(chat.id)
         walk.check(not self.host.sessions(), "destroying it again is a no-op (idempotent); no live sessions")
@@ -458,19 +412,19 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
     walk.step("Processes left after the host closed")
     left = count_processes(run)
     walk.check(
-        left.total == 0,
-        f"psutil: {len(left.descendants)} descendants of pid {os.getpid()}, "
-        f"{len(left.tagged)} re-parented processes tagged {FAMILY_VARIABLE} by this run",
+        left == 0,
+        f"psutil: {left} processes left among the descendants of pid {os.getpid()} and the processes "
+        f"marked {RUN_VARIABLE} by this run, setsid grandchildren included",
     )
     failed = walk.failed
     total = sum(len(step.checks) for step in walk.steps)
     if as_json:
         out.write(
-            json.dumps(
+            json_text(
                 {
                     "ok": not failed,
                     "seconds": round(elapsed, 3),
-                    "processes_left": left.total,
+                    "processes_left": left,
                     "steps": [
                         {
                             "number": step.number,
@@ -480,14 +434,13 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
                         for step in walk.steps
                     ],
                 },
-                indent=2,
-                ensure_ascii=False,
+                out,
             )
             + "\n"
         )
     else:
         verdict = "all checks passed" if not failed else f"{len(failed)} of {total} checks FAILED"
-        out.write(f"\n{total - len(failed)}/{total} checks, {verdict} in {elapsed:.1f} s; {left.total} processes left\n")
+        out.write(f"\n{total - len(failed)}/{total} checks, {verdict} in {elapsed:.1f} s; {left} processes left\n")
     return EXIT_OK if not failed else EXIT_FAILURE
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -33,10 +35,15 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_cli(workdir: Path, home: Path) -> RunCli:
-    """Run the CLI in ``workdir``, with ``--home home`` appended unless ``with_home=False``."""
+    """Run the CLI in ``workdir``, with ``--home home`` appended unless ``with_home=False``, ``env`` overlaid."""
 
-    def run(*args: str, timeout: float = 45.0, with_home: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, timeout: float = 45.0, with_home: bool = True, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         argv = cli_command(*args) + (["--home", str(home)] if with_home else [])
-        return subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout, check=False)
+        environment = {**os.environ, **env} if env is not None else None
+        return subprocess.run(
+            argv, cwd=workdir, env=environment, capture_output=True, text=True, timeout=timeout, check=False
+        )
 
     return run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_support import RunCli
 
 
@@ -84,3 +85,34 @@ def test_unknown_server_is_a_usage_error(run_cli: RunCli) -> None:
 
     assert completed.returncode == 2
     assert "'nowhere'" in completed.stderr
+
+
+# R-CLI: a bad --args is one line on stderr and exit 2, before anything is dialed, whatever the JSON holds.
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ('{"a": ' + "[" * 30_000 + "]" * 30_000 + "}", "nests deeper than"),
+        ('{"a": ' + "[" * 250 + "]" * 250 + "}", "nests deeper than"),
+        ('{"a": ' + "7" * 5_000 + "}", "integer of 5000 digits"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"a": 1e400}', "too large"),
+    ],
+    ids=["30000-deep", "250-deep", "5000-digits", "NaN", "-Infinity", "1e400"],
+)
+def test_arguments_that_cannot_be_sent_faithfully_exit_2_in_one_line(
+    run_cli: RunCli, arguments: str, problem: str
+) -> None:
+    completed = run_cli("call", "echo", "echo", "--args", arguments)
+
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stdout == ""
+    [line] = completed.stderr.splitlines()
+    assert line.startswith("wave-actors: error: --args") and problem in line, line
+
+
+def test_deep_but_sendable_arguments_are_sent(run_cli: RunCli) -> None:
+    completed = run_cli("call", "echo", "echo", "--args", '{"text": "deep", "a": ' + "[" * 150 + "]" * 150 + "}")
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "deep\n"

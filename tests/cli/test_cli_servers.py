@@ -98,3 +98,30 @@ def test_listing_servers_imports_no_mcp_code_and_dials_nothing(workdir: Path, ho
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False)
 
     assert completed.returncode == 0, completed.stderr
+
+
+# A lone surrogate has no UTF-8 form: with strict stdio errors (a UTF-8 locale other than C.UTF-8,
+# or PYTHONIOENCODING=utf-8) printing it raised UnicodeEncodeError.
+STRICT_UTF8 = {"PYTHONIOENCODING": "utf-8"}
+
+
+def test_a_name_with_a_lone_surrogate_is_printed_escaped_in_the_table(run_cli: RunCli, workdir: Path) -> None:
+    # R-CLI, R-CFG-4: whatever a configuration file holds, the listing is printed, not a traceback.
+    (workdir / ".mcp.json").write_text('{"mcpServers": {"odd\\udcffname": {"command": "x"}}}', encoding="utf-8")
+
+    completed = run_cli("servers", env=STRICT_UTF8)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    row = next(line for line in completed.stdout.splitlines() if line.startswith("odd"))
+    assert row.split()[:2] == ["odd\\udcffname", "project"]
+
+
+def test_a_name_with_a_lone_surrogate_stays_valid_json(run_cli: RunCli, workdir: Path) -> None:
+    (workdir / ".mcp.json").write_text('{"mcpServers": {"\\udcff": {"command": "x"}}}', encoding="utf-8")
+
+    completed = run_cli("servers", "--json", env=STRICT_UTF8)
+
+    assert completed.returncode == 0, completed.stderr
+    names = {server["name"] for server in json.loads(completed.stdout)["servers"]}
+    assert names == {"\udcff", "echo", "off"}  # the JSON escape decodes back to the very name

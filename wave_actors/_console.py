@@ -1,0 +1,176 @@
+"""What the ``wave-actors`` subcommands share: exit codes, one-line errors, tables, JSON, and running trio (R-CLI).
+
+Both :mod:`wave_actors._cli` and :mod:`wave_actors._demo` print through this
+module, and neither imports the other for it. It imports neither ``trio`` nor
+``mcp`` at module level: ``wave-actors servers`` must start fast.
+
+Whatever a subcommand prints may carry text from configuration files and
+servers, and that text may hold characters no stream can encode: a lone
+surrogate (``"\\udcff"`` in a ``.mcp.json``, or a file name the operating
+system could not decode) has no UTF-8 form at all. Tables and messages show
+such characters as Python escapes, JSON output stays valid JSON, and
+:func:`escape_unencodable` makes a stream write escapes instead of raising, so
+that no name can turn a listing into a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast
+
+if TYPE_CHECKING:
+    from wave_actors._status import ServerStatus
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CommandFailed",
+    "escape_unencodable",
+    "fail",
+    "json_text",
+    "one_line",
+    "printable",
+    "run_unwrapped",
+    "status_table",
+    "table",
+]
+
+EXIT_OK: Final = 0
+"""The command did what was asked."""
+
+EXIT_FAILURE: Final = 1
+"""A tool returned an error, or a server failed to dial or was lost."""
+
+EXIT_USAGE: Final = 2
+"""Bad arguments, or a configuration that cannot serve the request."""
+
+
+class CommandFailed(Exception):
+    """Ends a subcommand with one line on stderr and an exit code.
+
+    :param message: what went wrong, naming the server, file or field.
+    :param code: :data:`EXIT_FAILURE` or :data:`EXIT_USAGE`.
+    """
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that has no UTF-8 form (a lone surrogate) written as its escape, ``\\udcff``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def one_line(text: object) -> str:
+    """``text`` made :func:`printable`, with every run of whitespace (newlines included) made one space."""
+    return " ".join(printable(str(text)).split())
+
+
+def fail(message: object, code: int = EXIT_FAILURE) -> NoReturn:
+    """Raise :class:`CommandFailed` with ``message`` made one line.
+
+    :raises CommandFailed: always.
+    """
+    raise CommandFailed(one_line(message), code)
+
+
+def escape_unencodable(stream: TextIO) -> None:
+    """Make ``stream`` write a character it cannot encode as an escape instead of raising.
+
+    A safety net under :func:`printable`: on a terminal whose encoding is not
+    UTF-8, an accented server name is not worth a traceback either. Streams
+    that cannot be reconfigured (a test's capture, say) are left alone.
+    """
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+
+
+def json_text(document: object, out: TextIO, *, indent: int | None = 2) -> str:
+    """``document`` as JSON text that ``out`` can write unchanged.
+
+    Non-ASCII text is kept as it is when ``out`` can encode it; otherwise (a
+    lone surrogate, a terminal that is not UTF-8) everything non-ASCII is
+    written as JSON escapes, which any reader decodes back to the same string.
+    """
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    try:
+        text.encode(out.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return json.dumps(document, indent=indent, ensure_ascii=True)
+    return text
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:
+    """Left-aligned columns as wide as their widest cell; the last column is not padded.
+
+    :param headers: the column titles.
+    :param rows: the cells, each made :func:`one_line`.
+    :param indent: prepended to every line.
+    """
+    cells = [list(headers), *([one_line(cell) for cell in row] for row in rows)]
+    widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
+    lines = [
+        indent + "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1], strict=True)) + "  " + row[-1]
+        for row in cells
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def status_table(statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *, indent: str = "") -> str:
+    """A table of server statuses: name, type, state, generation, tools, last error.
+
+    :param statuses: the servers to show, in order; ``(session id, status)``
+        pairs add a first column naming each server's session.
+    :param indent: prepended to every line.
+    """
+    items = list(statuses)
+    with_sessions = any(isinstance(item, tuple) for item in items)
+    headers = ["SESSION"] * with_sessions + ["SERVER", "TYPE", "STATE", "GEN", "TOOLS", "ERROR"]
+    rows: list[list[object]] = []
+    for item in items:
+        session, status = item if isinstance(item, tuple) else ("", item)
+        row: list[object] = [status.name, status.type, status.state.value, status.generation, status.tool_count]
+        rows.append([session] * with_sessions + [*row, status.error or ""])
+    return table(headers, rows, indent)
+
+
+def _sole_exception(error: BaseException) -> BaseException:
+    """The one exception inside nested groups, or ``error`` itself when there are several."""
+    inner = error
+    while isinstance(inner, BaseExceptionGroup):
+        members: tuple[BaseException, ...] = cast("BaseExceptionGroup[BaseException]", inner).exceptions
+        if len(members) != 1:
+            return error
+        inner = members[0]
+    return inner
+
+
+def run_unwrapped(function: Any, *args: object) -> Any:
+    """``trio.run``, with an exception that nurseries wrapped in groups handed back unwrapped.
+
+    A subcommand raises :class:`CommandFailed` from inside nurseries; the
+    caller should see that, not a group of one.
+
+    :param function: the async function to run.
+    :param args: its positional arguments.
+    :returns: what ``function`` returned.
+    :raises BaseException: what ``function`` raised, unwrapped when it is a
+        group of exactly one (at any depth).
+    """
+    import trio
+
+    try:
+        return trio.run(function, *args)
+    except BaseExceptionGroup as group:
+        sole = _sole_exception(group)
+        if sole is group:
+            raise
+        raise sole from None
