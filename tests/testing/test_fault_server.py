@@ -23,6 +23,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from wave_actors.testing import FAULT_SERVER_PATH, entry_command, fault_server_entry
 
+
 def _parameters(entry: dict[str, object]) -> StdioServerParameters:
     command, *args = entry_command(entry)
     # The SDK passes only a few variables by default; the whole environment

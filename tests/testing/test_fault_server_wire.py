@@ -122,6 +122,14 @@ async def test_list_twice_lists_a_tool_twice() -> None:
         assert names.count("echo") == 2 and names.count("sleep") == 1
 
 
+async def test_json_rpc_error_answers_a_tools_calls_with_an_error() -> None:
+    async with raw_server(fault_server_entry(json_rpc_error=["fail"])) as client:
+        await client.initialize()
+        answer = await client.call("tools/call", {"name": "fail", "arguments": {}})
+        assert answer["error"]["code"] == -32602 and "result" not in answer
+        assert "result" in await client.call("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+
+
 async def test_an_unknown_method_is_method_not_found() -> None:
     async with raw_server(fault_server_entry()) as client:
         await client.initialize()

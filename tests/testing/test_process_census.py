@@ -11,12 +11,15 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psutil
 import pytest
+from session_support import connected_session
 
 from wave_actors.testing import (
     FAMILY_VARIABLE,
+    FAULT_SERVER_PATH,
     describe,
     entry_command,
     fault_server_entry,
@@ -100,10 +103,13 @@ def test_a_zombie_is_not_counted() -> None:
         child.wait()
 
 
-def test_the_family_variable_is_the_one_the_runtime_stamps() -> None:
-    from wave_actors._transport.proctree import FAMILY_VARIABLE as runtime_variable
-
-    assert FAMILY_VARIABLE == runtime_variable
+async def test_every_server_the_runtime_spawns_carries_the_family_variable(tmp_path: Path) -> None:
+    async with connected_session(tmp_path, {"a": fault_server_entry(), "b": fault_server_entry()}):
+        # Other programs on the machine carry the variable too: only the census of ours is looked at.
+        servers = [p for p in process_census() if str(FAULT_SERVER_PATH) in p.cmdline()]
+        families = {server.environ()[FAMILY_VARIABLE] for server in servers}
+        assert len(servers) == 2 and len(families) == 2  # one fresh value per spawn
+        assert {p.pid for p in servers} <= {p.pid for p in process_census(FAMILY_VARIABLE, descendants=False)}
 
 
 def test_a_mark_needs_its_variable() -> None:

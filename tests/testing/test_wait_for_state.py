@@ -41,7 +41,7 @@ async def test_a_timeout_names_the_server_the_states_and_the_last_state_seen(tmp
 
 async def test_a_server_the_session_does_not_list_is_reported_as_such(tmp_path: Path) -> None:
     async with idle_session(tmp_path, {}) as session:
-        with pytest.raises(StateNotReached, match="'ghost'.*not in the session"):
+        with pytest.raises(StateNotReached, match=r"'ghost'.*not in the session"):
             await wait_for_state(session, "ghost", ServerState.CONNECTED, timeout=0.1)
 
 

@@ -109,6 +109,7 @@ def fault_server_entry(
     instructions: str | None = None,
     read_only: Iterable[str] = (),
     list_twice: Iterable[str] = (),
+    json_rpc_error: Iterable[str] = (),
     init_delay: float | None = None,
     call_delay: float | None = None,
     crash_after_calls: int | None = None,
@@ -137,6 +138,8 @@ def fault_server_entry(
     :param instructions: the ``instructions`` text of the initialize result.
     :param read_only: tool names to annotate with ``readOnlyHint: true``.
     :param list_twice: tool names that ``tools/list`` lists twice (a broken server).
+    :param json_rpc_error: tool names whose calls are answered with a JSON-RPC
+        error (``-32602``) instead of a result (a broken server).
     :param init_delay: seconds to wait before answering ``initialize``.
     :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
     :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
@@ -176,7 +179,8 @@ def fault_server_entry(
     for name, value in valued.items():
         if value is not None:
             args += [_flag(name), _flag_value(value)]
-    for flag, tools_named in (("--read-only", read_only), ("--list-twice", list_twice)):
+    named = (("--read-only", read_only), ("--list-twice", list_twice), ("--json-rpc-error", json_rpc_error))
+    for flag, tools_named in named:
         for tool in [tools_named] if isinstance(tools_named, str) else tools_named:
             args += [flag, tool]
     switches = {

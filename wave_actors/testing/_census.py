@@ -30,7 +30,6 @@ from typing import Final
 
 import psutil
 
-
 __all__ = [
     "describe",
     "is_alive",

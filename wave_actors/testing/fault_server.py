@@ -19,7 +19,8 @@ Tools: ``echo {text}``, ``sleep {seconds}``, ``fail {message}``,
 ``crash {code}``, ``pid {}``, ``notify_list_changed {}``, and with
 ``--tools N`` the echo-like ``tool_1`` .. ``tool_N``. The server trusts its
 arguments: schemas are advertised, not enforced. ``--list-twice TOOL`` lists a
-tool twice, as a broken server might.
+tool twice, and ``--json-rpc-error TOOL`` answers its calls with a JSON-RPC
+error instead of a result, as broken servers do.
 
 Process behaviour worth knowing:
 
@@ -97,6 +98,13 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--list-twice", action="append", default=[], metavar="TOOL", help="list TOOL twice in tools/list (repeatable)"
+    )
+    parser.add_argument(
+        "--json-rpc-error",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="answer every call of TOOL with a JSON-RPC error instead of a result (repeatable)",
     )
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
@@ -386,6 +394,8 @@ class FaultServer:
         if arguments is None:
             raise _RequestError(INVALID_PARAMS, "arguments must be an object")
         self.wait(self.options.call_delay, cancelled)
+        if name in self.options.json_rpc_error:
+            raise _RequestError(INVALID_PARAMS, f"{name} answers with a JSON-RPC error (--json-rpc-error)")
         if name == "echo":
             return _text_result(self.echo_text(str(arguments.get("text", ""))))
         if name == "sleep":
