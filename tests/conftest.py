@@ -2,29 +2,29 @@
 
 Every process the suite starts inherits ``WAVE_ACTORS_TEST_MARK`` from this
 process's environment (stdio servers get the parent environment overlaid with
-their own, R-CFG-9). After each test we look for processes that are still our
-descendants *or* carry the mark: the second catches ``setsid`` and
-double-forked grandchildren that were re-parented away from us.
+their own, R-CFG-9). After each test, :func:`wave_actors.testing.leftover_processes`
+looks for processes that are still our descendants *or* carry the mark: the
+second catches ``setsid`` and double-forked grandchildren that were re-parented
+away from us.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from collections.abc import Iterator
 from types import FrameType
 
-import psutil
-import pytest
-
 # The first dial in a process imports the MCP client (a second or more on a cold
 # disk). Importing it once here keeps that cost out of every test's time bounds.
 import httpx2  # noqa: F401  # pyright: ignore[reportUnusedImport]
-import mcp.client.session  # noqa: F401  # pyright: ignore[reportUnusedImport]
-import mcp.client.sse  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import mcp.client.session  # pyright: ignore[reportUnusedImport]
+import mcp.client.sse  # pyright: ignore[reportUnusedImport]
 import mcp.client.streamable_http  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import pytest
+
+from wave_actors.testing import describe, kill_processes, leftover_processes
 
 MARK_VARIABLE = "WAVE_ACTORS_TEST_MARK"
 os.environ[MARK_VARIABLE] = f"{os.getpid()}-{uuid.uuid4().hex}"
@@ -34,63 +34,14 @@ os.environ[MARK_VARIABLE] = f"{os.getpid()}-{uuid.uuid4().hex}"
 _SETTLE_SECONDS = 5.0
 
 
-def _marked_processes() -> list[psutil.Process]:
-    mark = os.environ[MARK_VARIABLE]
-    me = os.getpid()
-    found: dict[int, psutil.Process] = {}
-    try:
-        for child in psutil.Process(me).children(recursive=True):
-            found[child.pid] = child
-    except psutil.Error:
-        pass
-    for process in psutil.process_iter():
-        if process.pid == me or process.pid in found:
-            continue
-        try:
-            if process.environ().get(MARK_VARIABLE) == mark:
-                found[process.pid] = process
-        except psutil.Error:
-            continue
-    alive: list[psutil.Process] = []
-    for process in found.values():
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(process)
-        except psutil.Error:
-            continue
-    return alive
-
-
-def leftover_processes(settle: float = _SETTLE_SECONDS) -> list[psutil.Process]:
-    """Processes started by the suite that are still alive after ``settle`` seconds."""
-    deadline = time.monotonic() + settle
-    while True:
-        alive = _marked_processes()
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        psutil.wait_procs(alive, timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-
-
-def _describe(process: psutil.Process) -> str:
-    try:
-        return f"pid {process.pid}: {' '.join(process.cmdline())[:200]}"
-    except psutil.Error:
-        return f"pid {process.pid}"
-
-
 @pytest.fixture(autouse=True)
 def no_process_left() -> Iterator[None]:
     """Fail the test that leaves any process of the suite alive, then kill it."""
     yield
-    alive = leftover_processes()
+    alive = leftover_processes(MARK_VARIABLE, os.environ[MARK_VARIABLE], settle=_SETTLE_SECONDS)
     if alive:
-        descriptions = [_describe(p) for p in alive]
-        for process in alive:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        descriptions = [describe(process) for process in alive]
+        kill_processes(alive)
         pytest.fail(
             f"{len(alive)} process(es) left alive by this test:\n  " + "\n  ".join(descriptions),
             pytrace=False,

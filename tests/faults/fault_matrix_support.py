@@ -1,6 +1,8 @@
-"""Helpers for the fault-injection matrix: fast options, process finders, state waits, an HTTP server on a fixed port.
+"""Helpers for the fault-injection matrix: fast options, process finders, waits, an HTTP server on a fixed port.
 
-Process finding is shared with the runtime tests (``tests/process_support.py``).
+Processes are found by the census of :mod:`wave_actors.testing` (fault servers
+through ``tests/process_support.py``, shared with the runtime tests); states
+are waited for with :func:`wave_actors.testing.wait_for_state`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ import trio
 from process_support import server_processes as server_processes
 
 from supervisors import Backoff, RestartIntensity
-from wave_actors import Graces, ServerState, ServerStatus, SessionOptions, SessionSnapshot, TransportOptions
-from wave_actors._session import Session
-from wave_actors.testing import FAULT_SERVER_PATH, REFERENCE_SERVER_PATH, entry_command, fault_server_entry
+from wave_actors import Graces, ServerStatus, Session, SessionOptions, SessionSnapshot, TransportOptions
+from wave_actors.testing import REFERENCE_SERVER_PATH, entry_command, fault_server_entry, process_census
 
 # Short graces and backoffs: failures show fast, a crash loop gives up in well under a second.
 FAST: Final = SessionOptions(
@@ -45,38 +46,21 @@ HEALTHY_MARK: Final = "fault-matrix-healthy"
 
 # The long-lived program the fault server's grandchildren run (see fault_server.py).
 _GRANDCHILD_SIGNATURE: Final = "signal.pause()"
+# Set by tests/conftest.py in the suite's environment; every process the suite starts inherits it.
 _MARK_VARIABLE: Final = "WAVE_ACTORS_TEST_MARK"
 
 
-def grandchild_processes() -> list[psutil.Process]:
-    """Live fault-server grandchildren of this test run, re-parented (``setsid``) ones included.
-
-    Found by the suite's environment mark (tests/conftest.py), which every
-    process the suite starts inherits, so a grandchild that left our process
-    tree is still found.
-    """
-    mark = os.environ.get(_MARK_VARIABLE)
-    found: list[psutil.Process] = []
-    for process in psutil.process_iter():
-        try:
-            if process.pid == os.getpid() or process.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if _GRANDCHILD_SIGNATURE not in " ".join(process.cmdline()):
-                continue
-            if mark is not None and process.environ().get(_MARK_VARIABLE) != mark:
-                continue
-        except psutil.Error:
-            continue
-        found.append(process)
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (non-zombie) process."""
+def _command(process: psutil.Process) -> str:
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return " ".join(process.cmdline())
     except psutil.Error:
-        return False
+        return ""  # gone since the census
+
+
+def grandchild_processes() -> list[psutil.Process]:
+    """Live fault-server grandchildren of this test run, re-parented (``setsid``) ones included."""
+    census = process_census(_MARK_VARIABLE, os.environ[_MARK_VARIABLE])
+    return [process for process in census if _GRANDCHILD_SIGNATURE in _command(process)]
 
 
 def kill(pid: int) -> None:
@@ -89,16 +73,7 @@ async def wait_until(
 ) -> SessionSnapshot:
     """The first snapshot of ``session`` for which ``predicate`` holds; fails after ``timeout`` seconds."""
     with trio.fail_after(timeout):
-        async for snapshot in session.watch():
-            if predicate(snapshot):
-                return snapshot
-    raise AssertionError(f"session {session.id} closed while waiting")
-
-
-async def wait_state(session: Session, name: str, *states: ServerState, timeout: float = 10.0) -> ServerStatus:
-    """``name``'s status once it is in one of ``states``."""
-    snapshot = await wait_until(session, lambda snapshot: snapshot.server(name).state in states, timeout=timeout)
-    return snapshot.server(name)
+        return await session.wait_for(predicate)
 
 
 async def assert_stays(
@@ -192,15 +167,7 @@ async def fixed_port_server() -> AsyncGenerator[FixedPortServer, None]:
 
 def reference_server_pids() -> list[int]:
     """Pids of the HTTP reference servers this test process runs."""
-    pids: list[int] = []
-    for child in psutil.Process(os.getpid()).children(recursive=True):
-        try:
-            cmdline = " ".join(child.cmdline())
-        except psutil.Error:
-            continue
-        if "reference_server" in cmdline and child.status() != psutil.STATUS_ZOMBIE:
-            pids.append(child.pid)
-    return pids
+    return [process.pid for process in process_census() if "reference_server" in _command(process)]
 
 
 def gated_entry(directory: Path, gate: Path, *, normal: dict[str, Any], gated: dict[str, Any]) -> dict[str, object]:

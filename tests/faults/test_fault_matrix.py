@@ -1,4 +1,4 @@
-"""The fault-injection matrix: every fault, hitting while each kind of operation is in flight (issue 5).
+"""The fault-injection matrix: every fault, hitting while each kind of operation is in flight.
 
 R-RACE-2..5, R-KILL-1..4, R-DIAL-4..6, R-TOOL-4..6, R-HOST-4.
 
@@ -31,7 +31,7 @@ Operations (what is in flight when the fault hits):
   at the moment of the fault.
 - ``destroy``: ``host.destroy_session`` while the fault is in progress.
 
-Two rows go beyond the faults listed in issue 5: ``sse_killed`` (the ``http_killed`` cells over SSE) and
+Two rows go beyond the faults the specification lists: ``sse_killed`` (the ``http_killed`` cells over SSE) and
 ``reconnect_hang`` (the first dial works, every reconnect dial hangs in
 ``initialize``: a reconnect is bounded like any dial, calls fail fast
 meanwhile, disconnect and destroy cancel it).
@@ -41,8 +41,8 @@ reconnects. ``serve_reference_server`` binds a fresh ephemeral port at every
 start, so that cell runs the reference server itself on a port picked up
 front (``fault_matrix_support.FixedPortServer``).
 
-Library bugs found by the matrix are pinned, skipped until fixed, in
-``test_fault_findings.py``.
+What the matrix found about reporting a lost connection is pinned in
+``tests/runtime/test_connection_loss_reporting.py``.
 
 Combinations left out (``LEFT_OUT``, pinned by
 :func:`test_the_matrix_covers_every_fault_and_operation_but_the_ones_left_out`), and why:
@@ -80,7 +80,6 @@ from fault_matrix_support import (
     HANGING,
     HEALTHY_MARK,
     FixedPortServer,
-    alive,
     assert_stays,
     fixed_port_server,
     gated_entry,
@@ -89,10 +88,8 @@ from fault_matrix_support import (
     reference_server_pids,
     server_processes,
     until,
-    wait_state,
     wait_until,
 )
-
 from mcp_types import CallToolResult, TextContent
 
 from supervisors import Backoff, RestartIntensity
@@ -102,13 +99,19 @@ from wave_actors import (
     ServerState,
     ServerStatus,
     ServerUnavailable,
+    Session,
     SessionOptions,
     ToolTimeout,
     UnknownTool,
     WaveActorsError,
 )
-from wave_actors._session import Session
-from wave_actors.testing import CRASH_AFTER_CALLS_EXIT_CODE, fault_server_entry, serve_reference_server
+from wave_actors.testing import (
+    CRASH_AFTER_CALLS_EXIT_CODE,
+    fault_server_entry,
+    is_alive,
+    serve_reference_server,
+    wait_for_state,
+)
 
 FAULTY = "faulty"
 HEALTHY = "healthy"
@@ -374,7 +377,7 @@ async def _exit_on_start_dial(m: Matrix) -> None:
 @cell("exit_on_start", "disconnect")
 async def _exit_on_start_disconnect(m: Matrix) -> None:
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING, ERROR)
+    await wait_for_state(m.session, FAULTY, CONNECTING, ERROR)
     await m.disconnect()
     assert m.faulty.error is None
     await m.stays_disconnected()
@@ -384,7 +387,7 @@ async def _exit_on_start_disconnect(m: Matrix) -> None:
 async def _exit_on_start_destroy(m: Matrix) -> None:
     await m.session.connect(HEALTHY)
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING, ERROR)
+    await wait_for_state(m.session, FAULTY, CONNECTING, ERROR)
     await m.call_peer()
     await m.destroy()
 
@@ -411,7 +414,7 @@ async def _crash_mid_call_dial(m: Matrix) -> None:
     with pytest.raises(ServerUnavailable) as raised:
         await m.call("crash", {"code": 5})
     assert_clear(str(raised.value), "exited with code 5")
-    reconnecting = await wait_state(m.session, FAULTY, RECONNECTING)
+    reconnecting = await wait_for_state(m.session, FAULTY, RECONNECTING)
     assert reconnecting.error is not None and "exited with code 5" in reconnecting.error
     assert [tool.tool for tool in reconnecting.tools] == [tool.tool for tool in before.tools]  # kept while reconnecting
     with trio.fail_after(0.3), pytest.raises(ServerUnavailable) as raised:
@@ -419,7 +422,7 @@ async def _crash_mid_call_dial(m: Matrix) -> None:
     assert_clear(str(raised.value), "reconnecting", "exited with code 5")
     after = await m.reconnected(before.generation)
     assert after.error is None
-    assert not alive(old_pid)
+    assert not is_alive(old_pid)
     assert m.faulty_pid() != old_pid
     assert await m.call("echo", {"text": "back"}) == "back"
 
@@ -466,7 +469,7 @@ async def _crash_mid_call_destroy(m: Matrix) -> None:
     flight = await m.start_call("sleep", {"seconds": FOREVER})
     with pytest.raises(ServerUnavailable):
         await m.call("crash", {"code": 5})
-    await wait_state(m.session, FAULTY, RECONNECTING)
+    await wait_for_state(m.session, FAULTY, RECONNECTING)
     await m.call_peer()
     await m.destroy()
     assert_clear(await flight.failed(), "exited with code 5")
@@ -479,15 +482,15 @@ async def _crash_mid_call_destroy(m: Matrix) -> None:
 async def _crash_idle_dial(m: Matrix) -> None:
     # Killed in the middle of its handshake: the lazy dial fails with the signal, and is not retried.
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING)
+    await wait_for_state(m.session, FAULTY, CONNECTING)
     kill(await m.faulty_pid_once_spawned())
-    status = await wait_state(m.session, FAULTY, ERROR, CONNECTED, timeout=PROMPT)
+    status = await wait_for_state(m.session, FAULTY, ERROR, CONNECTED, timeout=PROMPT)
     assert status.state is ERROR
     assert_clear(status.error, "connect failed", "killed by signal 9")
     # An explicit connect dials again; killed while idle, the reconnect dial brings it back (R-RACE-4, R-RACE-5).
     before = await m.session.connect(FAULTY)
     kill(m.faulty_pid())
-    reconnecting = await wait_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
+    reconnecting = await wait_for_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
     assert reconnecting.error is not None and "killed by signal 9" in reconnecting.error
     await m.reconnected(before.generation)
     assert await m.call("echo", {"text": "back"}) == "back"
@@ -514,7 +517,7 @@ async def _crash_idle_disconnect(m: Matrix) -> None:
     # Disconnected while the reconnect waits out its backoff: the pending reconnect must not happen (R-RACE-3).
     await m.session.connect(FAULTY)
     kill(m.faulty_pid())
-    await wait_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
+    await wait_for_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
     await m.disconnect()
     await m.stays_disconnected()
 
@@ -552,7 +555,7 @@ async def _init_hang_dial(m: Matrix) -> None:
 async def _init_hang_disconnect(m: Matrix) -> None:
     # The disconnect cancels the dial: it does not wait for the handshake or the dial timeout.
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING)
+    await wait_for_state(m.session, FAULTY, CONNECTING)
     await m.faulty_pid_once_spawned()
     await m.disconnect()
     await m.stays_disconnected()
@@ -563,7 +566,7 @@ async def _init_hang_destroy(m: Matrix) -> None:
     # R-RACE-2: the dial in flight is cancelled and its process reclaimed before destroy returns.
     await m.session.connect(HEALTHY)
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING)
+    await wait_for_state(m.session, FAULTY, CONNECTING)
     await m.faulty_pid_once_spawned()
     await m.call_peer()
     await m.destroy()
@@ -679,7 +682,7 @@ async def _ignore_sigterm_destroy(m: Matrix) -> None:
 async def _grandchildren(m: Matrix) -> list[int]:
     info = await m.faulty_server_info()
     pids: list[int] = info["grandchildren"]
-    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(is_alive(pid) for pid in pids)
     return pids
 
 
@@ -691,9 +694,9 @@ async def _until_grandchildren_spawned(count: int) -> None:
 async def _grandchild_dial(m: Matrix) -> None:
     # R-KILL-1: a dial that times out reclaims the server's grandchildren too, setsid included.
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING)
+    await wait_for_state(m.session, FAULTY, CONNECTING)
     await _until_grandchildren_spawned(2)
-    status = await wait_state(m.session, FAULTY, ERROR, timeout=HANG_DIAL_TIMEOUT + PROMPT)
+    status = await wait_for_state(m.session, FAULTY, ERROR, timeout=HANG_DIAL_TIMEOUT + PROMPT)
     assert_clear(status.error, "no answer within the dial timeout")
     assert grandchild_processes() == []
 
@@ -707,7 +710,7 @@ async def _grandchild_call(m: Matrix) -> None:
     with pytest.raises(ServerUnavailable):
         await m.call("crash", {"code": 5})
     await m.reconnected(generation)
-    assert not any(alive(pid) for pid in old), "the crashed server's grandchildren outlived it"
+    assert not any(is_alive(pid) for pid in old), "the crashed server's grandchildren outlived it"
     new = await _grandchildren(m)
     assert not set(new) & set(old)
 
@@ -717,7 +720,7 @@ async def _grandchild_disconnect(m: Matrix) -> None:
     await m.session.prepare_turn()
     pids = await _grandchildren(m)
     await m.disconnect()
-    assert not any(alive(pid) for pid in pids)
+    assert not any(is_alive(pid) for pid in pids)
     await m.stays_disconnected()
 
 
@@ -731,7 +734,7 @@ async def _grandchild_destroy(m: Matrix) -> None:
         await m.host.destroy_session(m.session.id)
     assert m.session.closed
     assert server_processes(FAULTY_MARK) == []
-    assert not any(alive(pid) for pid in pids)
+    assert not any(is_alive(pid) for pid in pids)
     assert grandchild_processes() == []
 
 
@@ -801,7 +804,7 @@ async def _stderr_flood_destroy(m: Matrix) -> None:
     # Destroyed while the dial is in flight and the server is flooding.
     await m.session.connect(HEALTHY)
     m.start(m.session.prepare_turn)
-    await wait_state(m.session, FAULTY, CONNECTING)
+    await wait_for_state(m.session, FAULTY, CONNECTING)
     await m.call_peer()
     await m.destroy()
 
@@ -933,9 +936,9 @@ async def _http_killed_dial(m: Matrix) -> None:
     await m.session.prepare_turn()
     assert m.faulty.state is CONNECTED
     _kill_http_server()
-    reconnecting = await wait_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
+    reconnecting = await wait_for_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
     assert reconnecting.error is not None
-    status = await wait_state(m.session, FAULTY, ERROR)
+    status = await wait_for_state(m.session, FAULTY, ERROR)
     assert_clear(status.error, "gave up reconnecting")
     with trio.fail_after(PROMPT), pytest.raises(DialError) as raised:
         await m.session.connect(FAULTY)
@@ -949,8 +952,8 @@ async def _http_killed_call(m: Matrix) -> None:
     flight = await m.start_call("sleep", {"seconds": FOREVER})
     _kill_http_server()
     assert_clear(await flight.failed())
-    await wait_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
-    status = await wait_state(m.session, FAULTY, ERROR)
+    await wait_for_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
+    status = await wait_for_state(m.session, FAULTY, ERROR)
     assert_clear(status.error, "gave up reconnecting")
 
 
@@ -969,7 +972,7 @@ async def _http_killed_destroy(m: Matrix) -> None:
     await m.session.prepare_turn()
     flight = await m.start_call("sleep", {"seconds": FOREVER})
     _kill_http_server()
-    await wait_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
+    await wait_for_state(m.session, FAULTY, RECONNECTING, ERROR, timeout=PROMPT)
     await m.call_peer()
     await m.destroy()
     assert_clear(await flight.failed())
@@ -992,7 +995,7 @@ async def _http_restarted_dial(m: Matrix) -> None:
     await m.session.prepare_turn()
     before = m.faulty
     await server.kill()
-    await wait_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
+    await wait_for_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
     await server.start()
     after = await m.reconnected(before.generation)
     assert after.error is None
@@ -1016,7 +1019,7 @@ async def _lose_then_hang(m: Matrix) -> ServerStatus:
     connected = m.faulty
     (m.tmp_path / _HANG_GATE).touch()
     kill(m.faulty_pid())
-    await wait_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
+    await wait_for_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
     await until(lambda: len(server_processes("--init-delay")) == 1, timeout=PROMPT, what="the reconnect spawned")
     return connected
 
@@ -1033,7 +1036,7 @@ async def _lose_then_hang(m: Matrix) -> ServerStatus:
 async def _reconnect_hang_dial(m: Matrix) -> None:
     # R-RACE-4: a reconnect dial is bounded by the dial timeout like any dial; past the budget, ERROR.
     await _lose_then_hang(m)
-    status = await wait_state(m.session, FAULTY, ERROR, timeout=2.0 + PROMPT)
+    status = await wait_for_state(m.session, FAULTY, ERROR, timeout=2.0 + PROMPT)
     assert_clear(status.error, "no answer within the dial timeout of 2 s", "gave up reconnecting")
     assert server_processes(FAULTY_MARK) == []
 

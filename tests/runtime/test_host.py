@@ -1,19 +1,18 @@
-"""The host: sessions by id, destroy hooks, idempotent destroy, queued destroys, idle cost (R-HOST, R-KILL-3..5)."""
+"""The host and a session's lifetime: sessions by id, destroy hooks, idempotent destroy, queued destroys,
+idle cost, ``open_session``'s block (R-HOST, R-KILL-3..5)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-import psutil
 import pytest
 import trio
 import trio.testing
 from runtime_support import server_processes
 
-from wave_actors import Host, ServerState, SessionOptions, UnknownTool
-from wave_actors._session import Session
-from wave_actors.testing import fault_server_entry
+from wave_actors import Host, ServerState, Session, SessionOptions, UnknownTool, WaveActorsError, open_session
+from wave_actors.testing import count_tasks, fault_server_entry, is_alive, process_census
 
 
 def five_servers(**behaviour: object) -> dict[str, dict[str, object]]:
@@ -26,10 +25,10 @@ async def test_destroy_returns_after_every_process_is_gone(tmp_path: Path, optio
         session = await host.create_session(tmp_path, five_servers())
         await session.prepare_turn()
         assert len(server_processes()) == 5
-        descendants = psutil.Process().children(recursive=True)
+        descendants = process_census()
         assert len(descendants) == 10  # five servers, five grandchildren
         await host.destroy_session(session.id)
-        assert [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert [p for p in descendants if is_alive(p)] == []
         assert host.sessions() == []
         with pytest.raises(KeyError):
             host.get_session(session.id)
@@ -106,30 +105,6 @@ async def test_destroy_during_reconfigure_is_queued_not_lost(tmp_path: Path, opt
         assert server_processes() == []
 
 
-async def test_reconfigure_retires_removed_reloads_changed_and_adds_new(
-    tmp_path: Path, options: SessionOptions
-) -> None:
-    # R-STORE-5
-    async with Host.open(home=tmp_path / "home", options=options) as host:
-        session = await host.create_session(
-            tmp_path, {"keep": fault_server_entry(), "change": fault_server_entry(), "drop": fault_server_entry()}
-        )
-        await session.prepare_turn()
-        old_change = session.server("change")
-        result = await session.reconfigure(
-            {"keep": fault_server_entry(), "change": fault_server_entry(instructions="v2"), "add": fault_server_entry()}
-        )
-        assert (result.added, result.removed, result.changed) == (("add",), ("drop",), ("change",))
-        assert [status.name for status in session.servers()] == ["add", "change", "keep"]
-        changed = session.server("change")
-        assert changed.state is ServerState.CONNECTED and changed.instructions == "v2"
-        assert changed.generation > old_change.generation
-        assert session.server("add").state is ServerState.DISCONNECTED
-        with pytest.raises(Exception, match="drop"):
-            await session.call_tool("mcp__drop__echo", {"text": "x"})
-        assert len(server_processes()) == 2
-
-
 async def test_watch_delivers_growing_versions_and_the_latest_state(tmp_path: Path, options: SessionOptions) -> None:
     # R-HOST-2
     async with Host.open(home=tmp_path / "home", options=options) as host:
@@ -161,18 +136,6 @@ async def test_misbehaving_server_does_not_affect_other_sessions(tmp_path: Path,
         assert not (await healthy.call_tool("mcp__f__echo", {"text": "x"})).is_error
 
 
-def _count_tasks() -> int:
-    root = trio.lowlevel.current_root_task()
-    assert root is not None
-    count, stack = 0, [root]
-    while stack:
-        task = stack.pop()
-        count += 1
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return count
-
-
 @pytest.mark.timeout(120)
 async def test_a_thousand_idle_sessions_spawn_no_process_and_no_task_per_server(
     tmp_path: Path, options: SessionOptions
@@ -180,12 +143,12 @@ async def test_a_thousand_idle_sessions_spawn_no_process_and_no_task_per_server(
     # R-HOST-3, R-DIAL-1
     entries = {f"s{i}": fault_server_entry() for i in range(5)}
     async with Host.open(home=tmp_path / "home", options=options) as host:
-        before = _count_tasks()
+        before = count_tasks()
         for _ in range(1000):
             await host.create_session(tmp_path, entries)
-        added = _count_tasks() - before
+        added = count_tasks() - before
         assert added <= 1000, f"{added} tasks for 1000 idle sessions of 5 servers"
-        assert psutil.Process().children(recursive=True) == []
+        assert process_census() == []
         for session in host.sessions()[:3]:
             await session.prepare_turn()  # not that they cannot work
         assert len(server_processes()) == 15
@@ -203,6 +166,43 @@ async def test_session_aclose_is_destroy(tmp_path: Path, options: SessionOptions
         await session.aclose()
         await session.aclose()
         assert saved == [session.id] and host.sessions() == [] and server_processes() == []
+
+
+async def test_aclose_inside_open_session_ends_the_block_instead_of_deadlocking(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-KILL-4: a session closed from inside its own block ends the block, every process reclaimed.
+    reached_after_aclose = False
+    with trio.fail_after(10):
+        async with open_session(
+            workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
+        ) as session:
+            await session.prepare_turn()
+            await session.aclose()
+            await trio.sleep(0)  # the block is cancelled at its next checkpoint
+            reached_after_aclose = True
+    assert not reached_after_aclose
+    assert server_processes() == []
+
+
+async def test_two_concurrent_creates_with_one_id_give_one_session(tmp_path: Path, options: SessionOptions) -> None:
+    # R-HOST-1: session ids are unique, even when two creates race.
+    outcomes: list[str] = []
+
+    async def create(host: Host) -> None:
+        try:
+            await host.create_session(tmp_path, {"f": fault_server_entry()}, session_id="chat")
+            outcomes.append("created")
+        except WaveActorsError as error:
+            outcomes.append(f"refused: {error}")
+
+    with trio.fail_after(10):
+        async with Host.open(home=tmp_path / "home", options=options) as host:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(create, host)
+                nursery.start_soon(create, host)
+            assert sorted(outcomes)[0] == "created" and "exists already" in sorted(outcomes)[1]
+            assert [session.id for session in host.sessions()] == ["chat"]
 
 
 async def test_statuses_of_a_destroyed_session_say_disconnected(tmp_path: Path, options: SessionOptions) -> None:
@@ -227,25 +227,11 @@ async def test_many_sessions_destroyed_at_once_leave_no_process(tmp_path: Path, 
             for session in sessions:
                 nursery.start_soon(session.prepare_turn)
         assert len(server_processes()) == 40
-        family = psutil.Process().children(recursive=True)
+        family = process_census()
         started = trio.current_time()
         async with trio.open_nursery() as nursery:
             for session in sessions:
                 nursery.start_soon(host.destroy_session, session.id)
         elapsed = trio.current_time() - started
-        assert [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert [p.pid for p in family if is_alive(p)] == []
         assert elapsed < options.transport.graces.total
-
-
-async def test_a_retired_server_keeps_no_task(tmp_path: Path, options: SessionOptions) -> None:
-    # R-STORE-5, R-HOST-3: a session reconfigured for weeks does not pile up tasks of removed servers.
-    async with Host.open(home=tmp_path / "home", options=options) as host:
-        session = await host.create_session(tmp_path, {"a": fault_server_entry()})
-        baseline = _count_tasks()
-        for round_ in range(5):
-            await session.reconfigure({f"s{round_}": fault_server_entry()})
-            await session.prepare_turn()
-        await trio.testing.wait_all_tasks_blocked()
-        # One live actor (its loop, supervisor and transport tasks); none left by the four retired ones.
-        assert _count_tasks() - baseline <= 12
-        assert len(server_processes()) == 1

@@ -1,4 +1,4 @@
-"""Tool calls through a session: naming, deadlines, concurrency, failures (R-TOOL-1..6)."""
+"""Tool calls through a session: naming, declarations, deadlines, concurrency, failures (R-TOOL-1..6)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from session_support import connected_session
 
-from wave_actors import LoadMode, ServerState, ServerUnavailable, SessionOptions, ToolTimeout, UnknownTool, open_session
+from wave_actors import LoadMode, ServerState, ServerUnavailable, ToolCallError, ToolTimeout, UnknownTool
 from wave_actors.testing import fault_server_entry
 
 
-async def test_call_by_model_visible_name_and_tool_errors_are_results(tmp_path: Path, options: SessionOptions) -> None:
+async def test_call_by_model_visible_name_and_tool_errors_are_results(tmp_path: Path) -> None:
     # R-TOOL-1, R-TOOL-6
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"git hub": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"git hub": fault_server_entry()}) as session:
         names = {declaration.name for declaration in session.tool_declarations(LoadMode.FULL)}
         assert "mcp__git_hub__echo" in names
         assert session.resolve_tool("mcp__git_hub__echo") == ("git hub", "echo")
@@ -28,13 +26,10 @@ async def test_call_by_model_visible_name_and_tool_errors_are_results(tmp_path: 
         assert failed.is_error
 
 
-async def test_declared_schemas_are_sanitized_and_read_only_is_kept(tmp_path: Path, options: SessionOptions) -> None:
+async def test_declared_schemas_are_sanitized_and_read_only_is_kept(tmp_path: Path) -> None:
     # R-TOOL-2, R-TOOL-7, R-TOOL-8
     entry = {**fault_server_entry(read_only=["echo"]), "tool_overrides": {"sleep": {"read_only": True}}}
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": entry}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": entry}) as session:
         declarations = session.tool_declarations(LoadMode.FULL)
         text = json.dumps({d.name: dict(d.input_schema) for d in declarations})
         assert "$schema" not in text and "exclusiveMinimum" not in text
@@ -44,25 +39,19 @@ async def test_declared_schemas_are_sanitized_and_read_only_is_kept(tmp_path: Pa
         assert not tools["fail"].read_only
 
 
-async def test_unknown_tool_lists_the_servers_tools(tmp_path: Path, options: SessionOptions) -> None:
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+async def test_unknown_tool_lists_the_servers_tools(tmp_path: Path) -> None:
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         with pytest.raises(UnknownTool, match=r"mcp__f__nope.*echo"):
             await session.call_tool("mcp__f__nope", {})
         with pytest.raises(TypeError, match="JSON object"):
             await session.call_tool("mcp__f__echo", ["not", "a", "mapping"])  # type: ignore[arg-type]
 
 
-async def test_call_timeout_is_cancelled_and_never_replayed(tmp_path: Path, options: SessionOptions) -> None:
+async def test_call_timeout_is_cancelled_and_never_replayed(tmp_path: Path) -> None:
     # R-TOOL-4
     log = tmp_path / "calls.jsonl"
     entry = {**fault_server_entry(call_log=log), "tool_timeout_ms": 300}
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": entry}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": entry}) as session:
         started = trio.current_time()
         with pytest.raises(ToolTimeout, match="'f'"):
             await session.call_tool("mcp__f__sleep", {"seconds": 5})
@@ -73,14 +62,9 @@ async def test_call_timeout_is_cancelled_and_never_replayed(tmp_path: Path, opti
     assert received == ["sleep", "echo"]
 
 
-async def test_slow_call_blocks_neither_calls_nor_status_nor_disconnect(
-    tmp_path: Path, options: SessionOptions
-) -> None:
+async def test_slow_call_blocks_neither_calls_nor_status_nor_disconnect(tmp_path: Path) -> None:
     # R-TOOL-5
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         slow_failed = trio.Event()
 
         async def slow_call() -> None:
@@ -99,12 +83,9 @@ async def test_slow_call_blocks_neither_calls_nor_status_nor_disconnect(
                 await slow_failed.wait()
 
 
-async def test_transport_lost_mid_call_fails_the_call_at_once(tmp_path: Path, options: SessionOptions) -> None:
+async def test_transport_lost_mid_call_fails_the_call_at_once(tmp_path: Path) -> None:
     # R-RACE-5, R-TOOL-6
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         outcome: list[BaseException] = []
 
         async def slow_call() -> None:
@@ -122,15 +103,10 @@ async def test_transport_lost_mid_call_fails_the_call_at_once(tmp_path: Path, op
         assert outcome and "code 6" in str(outcome[0])
 
 
-async def test_a_callers_earlier_deadline_ends_the_call_and_it_is_not_replayed(
-    tmp_path: Path, options: SessionOptions
-) -> None:
+async def test_a_callers_earlier_deadline_ends_the_call_and_it_is_not_replayed(tmp_path: Path) -> None:
     # R-TOOL-4: a caller's cancel ends the call sooner; the connection stays usable.
     log = tmp_path / "calls.jsonl"
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry(call_log=log)}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry(call_log=log)}) as session:
         with trio.move_on_after(0.3) as scope:
             await session.call_tool("mcp__f__sleep", {"seconds": 20})
         assert scope.cancelled_caught
@@ -138,3 +114,32 @@ async def test_a_callers_earlier_deadline_ends_the_call_and_it_is_not_replayed(
         assert not (await session.call_tool("mcp__f__echo", {"text": "still"})).is_error
     received = [json.loads(line)["tool"] for line in log.read_text().splitlines()]
     assert received == ["sleep", "echo"]
+
+
+async def test_arguments_that_are_not_json_raise_type_error(tmp_path: Path) -> None:
+    # R-TOOL-6: refused before anything is sent; the connection is untouched.
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
+        with pytest.raises(TypeError, match="JSON"):
+            await session.call_tool("mcp__f__echo", {"text": object()})
+        assert session.server("f").state is ServerState.CONNECTED
+
+
+async def test_a_json_rpc_error_answer_is_a_tool_call_error_not_an_outage(tmp_path: Path) -> None:
+    # R-TOOL-6: the server answered, with a protocol error: that is the call's failure; the connection stays.
+    async with connected_session(tmp_path, {"f": fault_server_entry(json_rpc_error=["fail"])}) as session:
+        generation = session.server("f").generation
+        with pytest.raises(ToolCallError, match="'f'") as caught:
+            await session.call_tool("mcp__f__fail", {})
+        assert caught.value.code is not None
+        assert not (await session.call_tool("mcp__f__echo", {"text": "fine"})).is_error
+        status = session.server("f")
+        assert status.state is ServerState.CONNECTED and status.generation == generation
+
+
+async def test_a_tool_listed_twice_is_declared_once(tmp_path: Path) -> None:
+    # R-TOOL-1: a model API refuses two declarations of one name; the first listing wins.
+    async with connected_session(tmp_path, {"f": fault_server_entry(list_twice=["echo"])}) as session:
+        assert [tool.tool for tool in session.server("f").tools].count("echo") == 1
+        names = [declaration.name for declaration in session.tool_declarations(LoadMode.FULL)]
+        assert names.count("mcp__f__echo") == 1 and "mcp__f__sleep" in names
+        assert not (await session.call_tool("mcp__f__echo", {"text": "once"})).is_error

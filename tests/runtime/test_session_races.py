@@ -10,41 +10,23 @@ import pytest
 import trio
 import trio.testing
 from runtime_support import failing_after_marker_entry, server_processes
+from session_support import connected_session, idle_session
 
 from supervisors import Backoff
-from wave_actors import (
-    Host,
-    ServerState,
-    ServerUnavailable,
-    SessionOptions,
-    SessionSnapshot,
-    open_session,
-)
-from wave_actors._session import Session
-from wave_actors.testing import fault_server_entry
+from wave_actors import Host, ServerState, ServerUnavailable, Session, SessionOptions
+from wave_actors.testing import fault_server_entry, wait_for_state
 
 
-async def wait_for(session: Session, name: str, *states: ServerState, timeout: float = 10.0) -> SessionSnapshot:
-    with trio.fail_after(timeout):
-        async for snapshot in session.watch():
-            if snapshot.server(name).state in states:
-                return snapshot
-    raise AssertionError("session closed")
-
-
-async def test_crash_reconnects_and_calls_work_again(tmp_path: Path, options: SessionOptions) -> None:
+async def test_crash_reconnects_and_calls_work_again(tmp_path: Path) -> None:
     # R-RACE-4, R-RACE-5
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         before = session.server("f")
         with pytest.raises(ServerUnavailable):
             await session.call_tool("mcp__f__crash", {"code": 4})
-        snapshot = await wait_for(session, "f", ServerState.RECONNECTING)
-        assert "code 4" in (snapshot.server("f").error or "")
-        assert snapshot.server("f").tools == before.tools  # kept while reconnecting
-        after = (await wait_for(session, "f", ServerState.CONNECTED)).server("f")
+        reconnecting = await wait_for_state(session, "f", ServerState.RECONNECTING)
+        assert "code 4" in (reconnecting.error or "")
+        assert reconnecting.tools == before.tools  # kept while reconnecting
+        after = await wait_for_state(session, "f", ServerState.CONNECTED)
         assert after.generation > before.generation
         result = await session.call_tool("mcp__f__echo", {"text": "back"})
         assert not result.is_error
@@ -54,30 +36,24 @@ async def test_crash_reconnects_and_calls_work_again(tmp_path: Path, options: Se
 async def test_calls_fail_fast_while_reconnecting(tmp_path: Path, options: SessionOptions) -> None:
     # R-RACE-4: a clear "reconnecting" error, not a wait.
     slow = attrs.evolve(options, reconnect_backoff=Backoff(initial=30.0, maximum=30.0, jitter=0.0))
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=slow
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry()}, options=slow) as session:
         with pytest.raises(ServerUnavailable):
             await session.call_tool("mcp__f__crash", {"code": 4})
-        await wait_for(session, "f", ServerState.RECONNECTING)
+        await wait_for_state(session, "f", ServerState.RECONNECTING)
         with trio.fail_after(0.5), pytest.raises(ServerUnavailable, match="reconnecting"):
             await session.call_tool("mcp__f__echo", {"text": "x"})
 
 
-async def test_crash_loop_ends_in_error_with_the_last_reason(tmp_path: Path, options: SessionOptions) -> None:
+async def test_crash_loop_ends_in_error_with_the_last_reason(tmp_path: Path) -> None:
     # R-RACE-4: after the retry budget, ERROR with the last reason.
     marker = tmp_path / "closed"
     entry = failing_after_marker_entry(tmp_path, marker)
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": entry}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": entry}) as session:
         assert session.server("f").state is ServerState.CONNECTED
         marker.touch()
         with pytest.raises(ServerUnavailable):
             await session.call_tool("mcp__f__crash", {"code": 4})
-        status = (await wait_for(session, "f", ServerState.ERROR)).server("f")
+        status = await wait_for_state(session, "f", ServerState.ERROR)
         assert status.error is not None and "gave up" in status.error and "code 1" in status.error
         # Later turns leave it alone; an explicit connect tries again.
         generation = status.generation
@@ -89,9 +65,7 @@ async def test_crash_loop_ends_in_error_with_the_last_reason(tmp_path: Path, opt
 
 async def test_manual_disconnect_is_not_undone_by_the_close_it_causes(tmp_path: Path, options: SessionOptions) -> None:
     # R-RACE-3: the old process dies (here it crashes at the same moment); no reconnect follows.
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
+    async with idle_session(tmp_path, {"f": fault_server_entry()}) as session:
         for _ in range(5):
             await session.connect("f")
 
@@ -109,20 +83,16 @@ async def test_manual_disconnect_is_not_undone_by_the_close_it_causes(tmp_path: 
             assert server_processes() == []
 
 
-async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transport(
-    tmp_path: Path, options: SessionOptions
-) -> None:
+async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transport(tmp_path: Path) -> None:
     # R-RACE-6: many tasks, random interleavings; the last command wins, never two transports.
     rng = random.Random(99)
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
+    async with idle_session(tmp_path, {"f": fault_server_entry()}) as session:
         for _round in range(4):
             issued: list[str] = []
             most_alive = 0
             storm_over = trio.Event()
 
-            async def command(kind: str, delay: float) -> None:
+            async def command(kind: str, delay: float, issued: list[str]) -> None:
                 await trio.sleep(delay)
                 issued.append(kind)  # posted synchronously by the call below, in this order
                 if kind == "connect":
@@ -130,17 +100,18 @@ async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transpor
                 else:
                     await session.disconnect("f")
 
-            async def sample() -> None:
+            async def sample(storm_over: trio.Event) -> None:
                 nonlocal most_alive
                 while not storm_over.is_set():
                     most_alive = max(most_alive, len(server_processes()))
                     await trio.sleep(0.005)
 
             async with trio.open_nursery() as watcher:
-                watcher.start_soon(sample)
+                watcher.start_soon(sample, storm_over)
                 async with trio.open_nursery() as nursery:
                     for _ in range(30):
-                        nursery.start_soon(command, rng.choice(["connect", "disconnect"]), rng.uniform(0, 0.3))
+                        kind = rng.choice(["connect", "disconnect"])
+                        nursery.start_soon(command, kind, rng.uniform(0, 0.3), issued)
                 storm_over.set()
             expected = ServerState.CONNECTED if issued[-1] == "connect" else ServerState.DISCONNECTED
             assert session.server("f").state is expected
@@ -148,12 +119,9 @@ async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transpor
             assert most_alive <= 1
 
 
-async def test_list_changed_refreshes_the_tool_list(tmp_path: Path, options: SessionOptions) -> None:
+async def test_list_changed_refreshes_the_tool_list(tmp_path: Path) -> None:
     # R-RACE-7
-    async with open_session(
-        workdir=tmp_path, home=tmp_path / "home", mcp_servers={"f": fault_server_entry()}, options=options
-    ) as session:
-        await session.prepare_turn()
+    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         await session.call_tool("mcp__f__notify_list_changed", {"add_tool": "fresh"})
         with trio.fail_after(5):
             async for snapshot in session.watch():
