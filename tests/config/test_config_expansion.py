@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,16 @@ def test_fingerprint_is_taken_after_expansion(tmp_path: Path) -> None:
     one = load_config(tmp_path, home=tmp_path / "home", environ={"HOST": "a"}).servers["s"].fingerprint
     two = load_config(tmp_path, home=tmp_path / "home", environ={"HOST": "b"}).servers["s"].fingerprint
     assert one != two
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("unit", ["${A:-", "${A:-${", "${A"])
+def test_r_cfg_11_expansion_takes_linear_time_on_unclosed_placeholders(tmp_path: Path, unit: str) -> None:
+    """R-CFG-11: a project file full of placeholders that never close (here twice 450 KB of them) expands in
+    linear time; a quadratic rescan would hold the GIL, and so the event loop, for minutes."""
+    hostile = unit * (450_000 // len(unit))
+    write_project(tmp_path, {"s": {"command": "x", "args": [hostile, hostile + "}"]}})
+    started = time.monotonic()
+    loaded = load_config(tmp_path, home=tmp_path / "home", environ={})
+    assert time.monotonic() - started < 3
+    assert loaded.servers["s"].args[0] == hostile

@@ -217,13 +217,6 @@ def test_byte_order_mark_is_tolerated(layout: Layout) -> None:
     assert list(layout.load().servers) == ["s"]
 
 
-def test_directory_in_place_of_a_file_is_reported(layout: Layout) -> None:
-    # R-CFG-4: an unreadable source is skipped, not raised.
-    layout.project_file.mkdir()
-    loaded = layout.load()
-    assert "cannot be read" in loaded.diagnostics[0].message
-
-
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads files regardless of mode bits")
 def test_unreadable_file_is_skipped_with_a_diagnostic(layout: Layout) -> None:
     # R-CFG-4

@@ -15,11 +15,37 @@ Decisions where the specification is silent:
   used and a warning says ``mcp_servers`` was ignored: one file, one list of
   servers, no silent merging of two.
 * Files are read as UTF-8; a leading byte-order mark is tolerated.
+
+Reading is defensive, because a repository chooses its ``.mcp.json`` (R-CFG-11):
+
+* Only regular files are read. A symlink to a regular file is fine; a FIFO, a
+  device (``/dev/zero``), a directory or a socket is reported and never read.
+  The file is checked with ``stat`` *before* it is opened, so opening a FIFO or a
+  device never happens, and opened with ``O_NONBLOCK`` and checked again with
+  ``fstat``, so a file swapped for a FIFO in between cannot block the read.
+* At most :data:`MAX_FILE_BYTES` (1 MiB) are read, and never more than that
+  plus one byte: real configuration files are a few KB, and the limit is what
+  keeps parsing short. ``json`` parses while holding the GIL, so a thread that
+  parses 20 MB stalls the event loop of every session of the host however the
+  read is moved off it.
+* Documents nested deeper than :data:`MAX_NESTING_DEPTH` are refused before
+  ``json`` sees them (it would recurse, and raise ``RecursionError``), and
+  integers longer than :data:`MAX_INTEGER_DIGITS` digits before Python
+  converts them (it would raise ``ValueError`` past 4300 digits, or spend time
+  quadratic in their length where that limit is lifted). ``NaN`` and
+  ``Infinity`` are not JSON and are refused too. Each is a diagnostic naming
+  the file (R-CFG-4).
+
+Everything here is synchronous, touches no global state and is safe to call
+from a worker thread (``trio.to_thread.run_sync``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, cast
@@ -30,6 +56,9 @@ from wave_actors._config.converter import describe_value
 from wave_actors._config.model import Diagnostic, Severity, Source
 
 __all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_INTEGER_DIGITS",
+    "MAX_NESTING_DEPTH",
     "PROJECT_FILE_NAME",
     "SERVERS_KEY",
     "SERVERS_KEY_ALIAS",
@@ -37,7 +66,9 @@ __all__ = [
     "SourceFile",
     "UnreadableFile",
     "default_home",
+    "parse_json_document",
     "project_file",
+    "read_file_bytes",
     "read_json_document",
     "read_source_file",
     "resolve_workdir",
@@ -56,6 +87,22 @@ PROJECT_FILE_NAME: Final = ".mcp.json"
 
 USER_FILE_NAME: Final = "mcp.json"
 """The user file, in the wave home directory (R-CFG-1)."""
+
+MAX_FILE_BYTES: Final = 1024 * 1024
+"""The largest configuration or settings file read: 1 MiB. Real files are a few KB (R-CFG-11)."""
+
+MAX_NESTING_DEPTH: Final = 64
+"""The deepest nesting of arrays and objects accepted in a file; an entry needs five (R-CFG-11)."""
+
+MAX_INTEGER_DIGITS: Final = 100
+"""The longest integer accepted in a file; the largest meaningful value has seven digits (R-CFG-11)."""
+
+# O_NONBLOCK: opening a FIFO must not wait for a writer (the stat before the open should already have refused it).
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+_NOT_BRACKETS: Final = re.compile(r"[^\[\]{}]+")
 
 
 def default_home() -> Path:
@@ -99,28 +146,147 @@ class UnreadableFile(Exception):
     """A JSON file exists but cannot be used; the message says why, for a person."""
 
 
-def read_json_document(path: Path) -> object:
-    """Parse a JSON file, turning every failure into a reason a person can act on.
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def _check_regular(status: os.stat_result) -> None:
+    if not stat.S_ISREG(status.st_mode):
+        raise UnreadableFile(f"is {_kind_of(status.st_mode)}, not a regular file")
+    if status.st_size > MAX_FILE_BYTES:
+        raise UnreadableFile(_too_big(status.st_size))
+
+
+def _too_big(size: int | None) -> str:
+    limit = f"the {MAX_FILE_BYTES} bytes a configuration file may have"
+    return f"is too big (more than {limit})" if size is None else f"is too big ({size} bytes, more than {limit})"
+
+
+def read_file_bytes(path: Path) -> bytes:
+    """Read a configuration file that must be a regular file of at most :data:`MAX_FILE_BYTES` (R-CFG-11).
+
+    Never opens anything but a regular file (or a symlink to one), never
+    blocks on a FIFO and never reads more than ``MAX_FILE_BYTES + 1`` bytes.
 
     :param path: the file.
-    :returns: the parsed document.
+    :returns: its content.
     :raises FileNotFoundError: when there is no such file (often not an error).
-    :raises UnreadableFile: when it cannot be read, is not UTF-8 or not JSON.
+    :raises UnreadableFile: when it is something else than a regular file,
+        too big, a dangling symlink, or cannot be read.
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        _check_regular(os.stat(path))
+        descriptor = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
+        if os.path.lexists(path):
+            raise UnreadableFile("is a symbolic link to a file that does not exist") from None
         raise
-    except UnicodeDecodeError as error:
-        raise UnreadableFile(f"not UTF-8 text ({error.reason} at byte {error.start})") from error
     except OSError as error:
         raise UnreadableFile(f"cannot be read ({error.strerror or error})") from error
     try:
-        return json.loads(text)
+        # Checked again on what was opened: the path may have been swapped since the stat.
+        _check_regular(os.fstat(descriptor))
+        chunks: list[bytes] = []
+        remaining = MAX_FILE_BYTES + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as error:
+        raise UnreadableFile(f"cannot be read ({error.strerror or error})") from error
+    finally:
+        os.close(descriptor)
+    if remaining <= 0:
+        raise UnreadableFile(_too_big(None))  # it grew after the check
+    return b"".join(chunks)
+
+
+class _Refused(ValueError):
+    """Raised while parsing for what ``json`` would accept but we do not."""
+
+
+def _parse_integer(text: str) -> int:
+    if len(text) - text.startswith("-") > MAX_INTEGER_DIGITS:
+        raise _Refused(f"a number has more than {MAX_INTEGER_DIGITS} digits")
+    return int(text)
+
+
+def _refuse_constant(name: str) -> object:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` outside strings, counted without recursion.
+
+    In linear time whatever the text (a regular expression for JSON strings would
+    backtrack quadratically on an unterminated one, holding the GIL): once escaped
+    backslashes and escaped quotes are gone, every ``"`` left opens or closes a
+    string, so every other piece between quotes is outside strings.
+    """
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(unescaped.split('"')[0::2])
+    brackets = _NOT_BRACKETS.sub("", outside)
+    depth = deepest = 0
+    for bracket in brackets:
+        if bracket in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING_DEPTH:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def parse_json_document(data: bytes) -> object:
+    """Parse a configuration document's bytes; every failure is an :class:`UnreadableFile` (R-CFG-4, R-CFG-11).
+
+    :param data: the file's content (UTF-8, with or without a byte-order mark).
+    :returns: the parsed document.
+    :raises UnreadableFile: when it is not UTF-8, not JSON, nested deeper than
+        :data:`MAX_NESTING_DEPTH`, or holds an integer longer than
+        :data:`MAX_INTEGER_DIGITS` digits, ``NaN`` or ``Infinity``.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise UnreadableFile(f"not UTF-8 text ({error.reason} at byte {error.start})") from error
+    if _nesting_depth(text) > MAX_NESTING_DEPTH:
+        raise UnreadableFile(f"nested too deeply (more than {MAX_NESTING_DEPTH} levels of arrays and objects)")
+    try:
+        return json.loads(text, parse_int=_parse_integer, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise UnreadableFile(
             f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
         ) from error
+    except _Refused as error:
+        raise UnreadableFile(f"not usable JSON ({error})") from error
+    except (RecursionError, ValueError) as error:  # the checks above should have caught these first
+        raise UnreadableFile(f"not usable JSON ({type(error).__name__})") from error
+
+
+def read_json_document(path: Path) -> object:
+    """Read and parse a JSON configuration file, turning every failure into a reason a person can act on.
+
+    :param path: the file.
+    :returns: the parsed document.
+    :raises FileNotFoundError: when there is no such file (often not an error).
+    :raises UnreadableFile: see :func:`read_file_bytes` and :func:`parse_json_document`.
+    """
+    return parse_json_document(read_file_bytes(path))
 
 
 def read_source_file(path: Path, source: Source) -> SourceFile:
