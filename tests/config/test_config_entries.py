@@ -181,15 +181,57 @@ def test_unknown_fields_are_ignored_with_a_warning(tmp_path: Path) -> None:
     loaded = load_config(
         tmp_path,
         home=tmp_path,
-        constructor={"s": {"url": "http://x", "transport": "sse", "tool_overrides": {"t": {"readonly": True}}}},
+        constructor={"s": {"url": "http://x", "timeout": 5, "tool_overrides": {"t": {"readonly": True}}}},
         environ={},
     )
-    assert loaded.servers["s"].transport is TransportType.HTTP
+    assert loaded.servers["s"].tool_timeout_ms == 30_000
     assert [(d.severity, d.field) for d in loaded.diagnostics] == [
-        (Severity.WARNING, "transport"),
+        (Severity.WARNING, "timeout"),
         (Severity.WARNING, "tool_overrides['t']"),
     ]
-    assert 'did you mean "type"' in loaded.diagnostics[0].message
+    assert 'did you mean "tool_timeout_ms"' in loaded.diagnostics[0].message
+
+
+# transport, the user guide's name for type (R-CFG-2) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "read"),
+    [
+        ({"url": "https://x/sse", "transport": "sse"}, "sse"),
+        ({"url": "https://x/mcp", "transport": "http"}, "http"),
+        ({"url": "https://x/mcp", "transport": "streamable-http"}, "http"),
+        ({"command": "x", "transport": "stdio"}, "stdio"),
+        ({"url": "https://x/sse", "transport": "sse", "type": "sse"}, "sse"),
+        ({"url": "https://x/mcp", "transport": "streamable-http", "type": "http"}, "http"),
+        ({"url": "ws://x", "transport": "websocket"}, "websocket"),
+    ],
+)
+def test_r_cfg_2_transport_is_a_synonym_of_type(tmp_path: Path, entry: dict[str, Any], read: str) -> None:
+    """R-CFG-2: the user guide writes "transport": "http" | "streamable-http" | "sse"; a native
+    "transport": "sse" entry is SSE, not silently HTTP."""
+    loaded = load_config(tmp_path, home=tmp_path, constructor={"srv": entry}, environ={})
+    assert loaded.servers["srv"].type == read
+    assert loaded.diagnostics == ()
+
+
+def test_r_cfg_2_transport_in_a_project_file_is_read_too(tmp_path: Path) -> None:
+    """R-CFG-2: the same synonym in the project file."""
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"srv": {"url": "https://x", "transport": "sse"}}}')
+    assert load_config(tmp_path, home=tmp_path, environ={}).servers["srv"].transport is TransportType.SSE
+
+
+def test_r_cfg_2_type_and_transport_that_differ_reject_the_entry_naming_both(tmp_path: Path) -> None:
+    """R-CFG-2/R-CFG-4: two different answers to one question are not guessed between."""
+    [(field, message)] = rejection({"url": "https://x", "type": "http", "transport": "sse"}, tmp_path)
+    assert field == "transport"
+    assert "'http'" in message and "'sse'" in message and "skipped" in message
+
+
+def test_r_cfg_2_transport_of_the_wrong_type_is_an_error(tmp_path: Path) -> None:
+    """R-CFG-4: like type, transport is a string."""
+    [(field, _)] = rejection({"url": "https://x", "transport": 1}, tmp_path)
+    assert field == "transport"
 
 
 # R-CFG-6 ---------------------------------------------------------------------

@@ -13,7 +13,10 @@ not something to guess at, so every hook registered here only *checks*:
   float and is rejected like ``1.5``: the user guide asks for an integer and a
   float in a file usually means a computed or mistyped value;
 * lists, objects and :class:`~wave_actors._config.model.ToolOverride` must be
-  JSON arrays / objects before cattrs' own hook walks their items.
+  JSON arrays / objects before cattrs' own hook walks their items;
+* :data:`SecretStr` (``env`` and ``headers`` values, ``url``): like ``str``,
+  but a wrong value is described by its type only, never shown, since it may
+  be a token written in the wrong place (R-CFG-12).
 
 ``null`` is accepted as "absent" for the optional fields of :class:`RawEntry`
 (cattrs does that for ``X | None``) but rejected for ``enabled`` and
@@ -34,6 +37,7 @@ import cattrs
 from cattrs.v import format_exception
 
 from wave_actors._config.model import DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS, ToolOverride
+from wave_actors._config.redact import describe_secret
 
 __all__ = [
     "CONVERTER",
@@ -41,6 +45,7 @@ __all__ = [
     "EntryInvalid",
     "FieldProblem",
     "RawEntry",
+    "SecretStr",
     "ToolTimeoutMs",
     "describe_value",
     "structure_strictly",
@@ -48,6 +53,9 @@ __all__ = [
 
 ToolTimeoutMs = NewType("ToolTimeoutMs", int)
 """An ``int`` from 1 to :data:`MAX_TOOL_TIMEOUT_MS` (R-CFG-7)."""
+
+SecretStr = NewType("SecretStr", str)
+"""A ``str`` that may hold a secret: a wrong value is described by its type only (R-CFG-12)."""
 
 
 @attrs.frozen
@@ -59,12 +67,13 @@ class RawEntry:
     """
 
     type: str | None = None
+    transport: str | None = None
     command: str | None = None
     args: tuple[str, ...] | None = None
-    env: dict[str, str] | None = None
+    env: dict[str, SecretStr] | None = None
     cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] | None = None
+    url: SecretStr | None = None
+    headers: dict[str, SecretStr] | None = None
     enabled: bool = True
     tool_timeout_ms: ToolTimeoutMs = ToolTimeoutMs(DEFAULT_TOOL_TIMEOUT_MS)
     tool_overrides: dict[str, ToolOverride] | None = None
@@ -99,16 +108,24 @@ class _InvalidValue(ValueError):
     """Raised by our hooks; its message is already meant for a person."""
 
 
+_NOT_SHOWN: Final = " (not shown: it may be a secret)"
+
+
 def describe_value(value: object) -> str:
     """Name a JSON value for an error message, briefly and in JSON's words.
 
     Strings are quoted and cut to 60 characters; containers are named, not
-    dumped (they may hold secrets, and they can be long).
+    dumped (they may hold secrets, and they can be long); integers too long to
+    read are counted, not printed. Values that may be secrets are described
+    with :func:`~wave_actors._config.redact.describe_secret` instead.
     """
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value.bit_length() > 64:
+        # repr() of an integer with thousands of digits raises ValueError (and is no use to read).
+        return "a very large number"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
@@ -125,6 +142,12 @@ def _structure_str(value: object, _: type) -> str:
     if not isinstance(value, str):
         raise _InvalidValue(f"expected a string, got {describe_value(value)}")
     return value
+
+
+def _structure_secret(value: object, _: type) -> SecretStr:
+    if not isinstance(value, str):
+        raise _InvalidValue(f"expected a string, got {describe_secret(value)}{_NOT_SHOWN}")
+    return SecretStr(value)
 
 
 def _structure_bool(value: object, _: type) -> bool:
@@ -163,6 +186,15 @@ def _only_objects(hook: Callable[[Any, Any], _T]) -> Callable[[object, Any], _T]
     return structure
 
 
+def _only_secret_objects(hook: Callable[[Any, Any], _T]) -> Callable[[object, Any], _T]:
+    def structure(value: object, type_: Any) -> _T:
+        if not isinstance(value, Mapping):
+            raise _InvalidValue(f"expected an object, got {describe_secret(value)}{_NOT_SHOWN}")
+        return hook(value, type_)
+
+    return structure
+
+
 def _make_converter() -> cattrs.Converter:
     converter = cattrs.Converter(detailed_validation=True)
     # Scalars first: cattrs builds container hooks from the element hooks
@@ -170,10 +202,11 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(str, _structure_str)
     converter.register_structure_hook(bool, _structure_bool)
     converter.register_structure_hook(ToolTimeoutMs, _structure_tool_timeout)
+    converter.register_structure_hook(SecretStr, _structure_secret)
     # Generic aliases are not classes, so they are registered by predicate.
     checks: list[tuple[Any, Callable[[Callable[[Any, Any], Any]], Callable[[object, Any], Any]]]] = [
         (tuple[str, ...], _only_lists),
-        (dict[str, str], _only_objects),
+        (dict[str, SecretStr], _only_secret_objects),
         (ToolOverride, _only_objects),
         (dict[str, ToolOverride], _only_objects),  # after ToolOverride: it embeds that hook
     ]
@@ -184,7 +217,16 @@ def _make_converter() -> cattrs.Converter:
 
 
 CONVERTER: Final = _make_converter()
-"""The strict converter; other modules may structure their own attrs records with it."""
+"""The strict converter; other modules may structure their own attrs records with it.
+
+cattrs builds a record's hook the first time the record is structured. Records
+loaded from worker threads are built here, at import, so that the converter is
+never changed while :func:`~wave_actors._config.load_config` runs (it is meant
+to run in ``trio.to_thread.run_sync``).
+"""
+
+CONVERTER.get_structure_hook(RawEntry)
+
 
 def _format(exception: BaseException, type_: type | None) -> str:
     if isinstance(exception, _InvalidValue):

@@ -3,18 +3,21 @@
 The steps, in order:
 
 1. type-check the fields (:mod:`wave_actors._config.converter`);
-2. decide the transport: ``type`` as written (``streamable-http`` is read as
-   ``http``), else ``stdio`` when there is a ``command`` and ``http`` when
-   there is a ``url`` -- never ``sse`` by guess (R-CFG-2). An unknown ``type``
-   is kept as written, without a diagnostic: it fails when dialed (R-CFG-3);
+2. decide the transport: ``type`` (or its synonym ``transport``, the user
+   guide's spelling) as written (``streamable-http`` is read as ``http``),
+   else ``stdio`` when there is a ``command`` and ``http`` when there is a
+   ``url`` -- never ``sse`` by guess (R-CFG-2). An unknown ``type`` is kept as
+   written, without a diagnostic: it fails when dialed (R-CFG-3). ``type`` and
+   ``transport`` both given and meaning different transports reject the entry
+   with a diagnostic naming both values;
 3. check that the fields fit the transport;
 4. expand ``${VAR}`` in file sources (R-CFG-5);
 5. resolve ``cwd`` and compute the fingerprint (R-CFG-8).
 
 Decisions where the specification is silent:
 
-* Unknown fields are ignored with a warning (a typo such as ``"transport"``
-  for ``"type"`` would otherwise go unnoticed); the entry still loads.
+* Unknown fields are ignored with a warning (a typo such as ``"timeout"``
+  for ``"tool_timeout_ms"`` would otherwise go unnoticed); the entry still loads.
 * ``command`` *and* ``url`` without ``type`` is ambiguous and is rejected
   rather than guessed. With a known ``type``, fields of the other kind
   (``url`` on a stdio server, ``args`` on an http one) are dropped with a
@@ -26,6 +29,17 @@ Decisions where the specification is silent:
 * A relative ``cwd`` is resolved against the workdir, for every source: a
   host serving many workdirs has no meaningful "current directory" of its own.
   ``cwd`` is not ``${VAR}``-expanded (R-CFG-5 does not list it).
+* Diagnostics never show the values of ``env``, ``headers`` or ``url``, not
+  even when they have the wrong type: ``"headers": "Authorization: Bearer ..."``
+  is "a string" (R-CFG-12).
+
+Overlays (R-CFG-1's exception): a *constructor* entry whose fields are
+``tool_timeout_ms`` and, optionally, ``enabled`` and ``tool_overrides``, and
+nothing else, is not a server of its own. :func:`parse_overlay` validates it
+like any entry and :meth:`Overlay.apply` sets those fields on the same-named
+entry of a lower source, whose connection definition, source, origin and
+fingerprint are kept; :attr:`ServerConfig.constructor_overrides` lists what the
+overlay set. The loader decides what to overlay (:mod:`wave_actors._config.loader`).
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, TypeGuard, cast
 
 import attrs
 
@@ -45,7 +59,17 @@ from wave_actors._config.model import Diagnostic, ServerConfig, Severity, Source
 from wave_actors._config.sources import resolve_workdir
 from wave_actors._errors import ConfigError
 
-__all__ = ["EXPANDED_SOURCES", "ParsedEntry", "parse_entry", "server_config"]
+__all__ = [
+    "EXPANDED_SOURCES",
+    "OVERLAY_FIELDS",
+    "Overlay",
+    "ParsedEntry",
+    "ParsedOverlay",
+    "is_overlay",
+    "parse_entry",
+    "parse_overlay",
+    "server_config",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +80,11 @@ _TYPE_ALIASES: Final = {"streamable-http": TransportType.HTTP.value}
 _STDIO_FIELDS: Final = ("command", "args", "env", "cwd")
 _REMOTE_FIELDS: Final = ("url", "headers")
 _OVERRIDE_FIELDS: Final = frozenset(field.name for field in attrs.fields(ToolOverride))
-_SUGGESTIONS: Final = {"transport": "type", "timeout": "tool_timeout_ms", "disabled": "enabled"}
+_SUGGESTIONS: Final = {"timeout": "tool_timeout_ms", "disabled": "enabled"}
 _SKIPPED: Final = "; the entry was skipped"
+
+OVERLAY_FIELDS: Final = frozenset({"tool_timeout_ms", "enabled", "tool_overrides"})
+"""The fields a constructor overlay may hold; ``tool_timeout_ms`` is the one it must hold (R-CFG-1)."""
 
 
 @attrs.frozen
@@ -70,6 +97,52 @@ class ParsedEntry:
     """
 
     config: ServerConfig | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@attrs.frozen
+class Overlay:
+    """What a constructor entry holding only ``tool_timeout_ms`` (and maybe
+    ``enabled``, ``tool_overrides``) changes on the same-named lower entry (R-CFG-1).
+
+    :param tool_timeout_ms: always set by an overlay.
+    :param enabled: ``None`` when the overlay does not say.
+    :param tool_overrides: ``None`` when the overlay does not say.
+    """
+
+    tool_timeout_ms: int
+    enabled: bool | None = None
+    tool_overrides: Mapping[str, ToolOverride] | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The names of the fields this overlay sets, in alphabetical order."""
+        given = {"enabled": self.enabled, "tool_overrides": self.tool_overrides}
+        return tuple(sorted(["tool_timeout_ms", *(name for name, value in given.items() if value is not None)]))
+
+    def apply(self, config: ServerConfig) -> ServerConfig:
+        """``config`` with this overlay's fields; connection, source, origin and fingerprint unchanged.
+
+        :param config: the lower source's entry of the same name.
+        """
+        return attrs.evolve(
+            config,
+            tool_timeout_ms=self.tool_timeout_ms,
+            enabled=config.enabled if self.enabled is None else self.enabled,
+            tool_overrides=config.tool_overrides if self.tool_overrides is None else self.tool_overrides,
+            constructor_overrides=self.fields,
+        )
+
+
+@attrs.frozen
+class ParsedOverlay:
+    """What became of one overlay entry.
+
+    :param overlay: the overlay, or ``None`` when it was rejected.
+    :param diagnostics: why it was rejected, or what was ignored.
+    """
+
+    overlay: Overlay | None
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
@@ -124,6 +197,42 @@ def parse_entry(
     except _Rejected:
         return ParsedEntry(None, tuple(report.diagnostics))
     return ParsedEntry(config, tuple(report.diagnostics))
+
+
+def is_overlay(entry: object) -> TypeGuard[Mapping[object, object]]:
+    """Whether a constructor entry only adjusts a lower entry: ``tool_timeout_ms`` and no other
+    field than ``enabled`` and ``tool_overrides`` (R-CFG-1).
+
+    :param entry: the entry as given by the host.
+    """
+    if not isinstance(entry, Mapping):
+        return False
+    fields = set(cast(Mapping[object, object], entry))
+    return "tool_timeout_ms" in fields and fields <= OVERLAY_FIELDS
+
+
+def parse_overlay(name: str, entry: Mapping[object, object], *, source: Source, origin: str) -> ParsedOverlay:
+    """Validate an entry for which :func:`is_overlay` holds; never raises for its content (R-CFG-1, R-CFG-7).
+
+    :param name: the server's name.
+    :param entry: the overlay's fields.
+    :param source: where it was given (the constructor).
+    :param origin: for the diagnostics.
+    """
+    report = _Report(name, source, origin)
+    _warn_unknown_fields(entry, report)
+    try:
+        raw = structure_strictly({str(key): value for key, value in entry.items()}, RawEntry)
+    except EntryInvalid as invalid:
+        for problem in invalid.problems:
+            report.error(problem.message, problem.path)
+        return ParsedOverlay(None, tuple(report.diagnostics))
+    overlay = Overlay(
+        raw.tool_timeout_ms,
+        enabled=raw.enabled if "enabled" in entry else None,
+        tool_overrides=raw.tool_overrides,  # null counts as not given, as for any entry
+    )
+    return ParsedOverlay(overlay, tuple(report.diagnostics))
 
 
 def server_config(
@@ -240,9 +349,21 @@ def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> No
                     )
 
 
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
 def _transport_type(raw: RawEntry, report: _Report) -> str:
-    if raw.type is not None:
-        return _TYPE_ALIASES.get(raw.type, raw.type)
+    written = raw.type if raw.transport is None else raw.transport
+    if raw.type is not None and raw.transport is not None:
+        if _TYPE_ALIASES.get(raw.type, raw.type) != _TYPE_ALIASES.get(raw.transport, raw.transport):
+            raise report.reject(
+                f'"type" is {_quoted(raw.type)} but "transport" is {_quoted(raw.transport)}: '
+                "they are the same setting, keep one",
+                "transport",
+            )
+    if written is not None:
+        return _TYPE_ALIASES.get(written, written)
     if raw.command is not None and raw.url is not None:
         raise report.reject('both "command" and "url" are set and "type" is not: set "type" to say which is meant')
     if raw.command is not None:

@@ -17,10 +17,7 @@ from typing import Final
 
 from wave_actors._config.model import ServerConfig
 
-__all__ = ["CONNECTION_FIELDS", "FINGERPRINT_LENGTH", "connection_fingerprint"]
-
-CONNECTION_FIELDS: Final = ("type", "command", "args", "cwd", "url", "env", "headers")
-"""The :class:`ServerConfig` fields a fingerprint covers (R-CFG-8)."""
+__all__ = ["FINGERPRINT_LENGTH", "connection_fingerprint"]
 
 FINGERPRINT_LENGTH: Final = 16
 """Hex characters kept from the SHA-256 digest: 64 bits, plenty to tell a

@@ -4,6 +4,11 @@ Everything here is frozen. A :class:`ServerConfig` is produced by
 :func:`wave_actors._config.load_config` (or :func:`server_config` for one entry)
 and never changes afterwards; a changed file produces a new record with a new
 :attr:`ServerConfig.fingerprint`.
+
+``repr()`` of these records shows no secret (R-CFG-12): ``env`` and ``headers``
+show their names with every value masked, ``url`` loses its query values
+(:mod:`wave_actors._config.redact`). Equality, hashing and the fingerprint
+use the real values.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Final
 
 import attrs
 
+from wave_actors._config.redact import redact_mapping, redact_url
 from wave_actors._frozen import freeze_mapping
 
 __all__ = [
@@ -71,6 +77,14 @@ class ToolOverride:
     read_only: bool | None = None
 
 
+def _masked_mapping(values: Mapping[str, str]) -> str:
+    return repr(redact_mapping(values))
+
+
+def _masked_url(url: str | None) -> str:
+    return repr(None if url is None else redact_url(url))
+
+
 @attrs.frozen
 class ServerConfig:
     """One configured MCP server, after merging, expansion and validation.
@@ -93,6 +107,11 @@ class ServerConfig:
     :param tool_overrides: per-tool settings keyed by the server's raw tool name.
     :param fingerprint: a stable hash of the connection-relevant fields and the
         workdir (R-CFG-8); equal fingerprints mean "the same server".
+    :param constructor_overrides: the fields (``tool_timeout_ms``, ``enabled``,
+        ``tool_overrides``) that a constructor entry holding nothing else set on
+        top of this entry (R-CFG-1); :attr:`source`, :attr:`origin` and the
+        fingerprint stay those of the entry that defines the connection. Empty
+        for an entry taken as written.
     """
 
     name: str
@@ -101,16 +120,17 @@ class ServerConfig:
     type: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping)
+    env: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping, repr=_masked_mapping)
     cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping)
+    url: str | None = attrs.field(default=None, repr=_masked_url)
+    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping, repr=_masked_mapping)
     enabled: bool = True
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
     tool_overrides: Mapping[str, ToolOverride] = attrs.field(
         factory=dict[str, ToolOverride], converter=freeze_mapping
     )
     fingerprint: str = ""
+    constructor_overrides: tuple[str, ...] = ()
 
     @property
     def transport(self) -> TransportType | None:
