@@ -207,6 +207,7 @@ def _make_converter() -> cattrs.Converter:
     checks: list[tuple[Any, Callable[[Callable[[Any, Any], Any]], Callable[[object, Any], Any]]]] = [
         (tuple[str, ...], _only_lists),
         (dict[str, SecretStr], _only_secret_objects),
+        (Mapping[str, str], _only_objects),
         (ToolOverride, _only_objects),
         (dict[str, ToolOverride], _only_objects),  # after ToolOverride: it embeds that hook
     ]

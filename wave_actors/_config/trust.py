@@ -62,6 +62,7 @@ from wave_actors._config.sources import (
 )
 from wave_actors._config.vcs import git_tracking
 from wave_actors._errors import ConfigError
+from wave_actors._frozen import freeze_mapping
 
 __all__ = [
     "SETTINGS_FILE",
@@ -103,7 +104,7 @@ class ProjectApproval:
     enabled: tuple[str, ...] = ()
     enable_all: bool = False
     disabled: tuple[str, ...] = ()
-    approved: dict[str, str] = attrs.field(factory=dict[str, str])
+    approved: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping)
 
     def refusal(self, name: str) -> str | None:
         """Why the project entry ``name`` may not load whatever it says, or ``None`` if it may
