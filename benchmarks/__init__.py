@@ -1,4 +1,4 @@
-"""Benchmarks for wave-actors (issue 5): overhead, dial concurrency, idle cost, race storms, reclamation.
+"""Benchmarks for wave-actors: overhead, dial concurrency, idle cost, race storms, reclamation.
 
 Run them all with ``python -m benchmarks`` (what ``make bench`` does; about
 seven minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a

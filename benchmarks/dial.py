@@ -76,15 +76,17 @@ async def _bare(count: int, delay: float, devnull: object) -> float:
         nonlocal remaining, finished_at
         command = entry_command(entry)
         parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-        async with stdio_client(parameters, errlog=devnull) as (read, write):  # type: ignore[arg-type]
-            async with ClientSession(read, write) as client:
-                await client.initialize()
-                await client.list_tools()
-                remaining -= 1
-                if remaining == 0:
-                    finished_at = time.perf_counter()
-                    all_up.set()
-                await release.wait()
+        async with (
+            stdio_client(parameters, errlog=devnull) as (read, write),  # type: ignore[arg-type]
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            await client.list_tools()
+            remaining -= 1
+            if remaining == 0:
+                finished_at = time.perf_counter()
+                all_up.set()
+            await release.wait()
 
     started = time.perf_counter()
     async with trio.open_nursery() as nursery:

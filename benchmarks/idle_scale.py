@@ -39,26 +39,12 @@ OPTIONS = (
 )
 
 
-def _task_count() -> int:
-    count = 0
-    root = trio.lowlevel.current_root_task()
-    assert root is not None
-    stack = [root]
-    while stack:
-        task = stack.pop()
-        count += 1
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return count
-
-
 async def _worker(sessions: int, servers: int, trace: bool) -> dict[str, Any]:
     """One run: create ``sessions`` idle sessions, measure, destroy them all."""
     import psutil
 
-    from benchmarks import processes
     from wave_actors import Host
-    from wave_actors.testing import fault_server_entry
+    from wave_actors.testing import count_tasks, fault_server_entry, process_census
 
     me = psutil.Process()
     entries = {f"s{index}": fault_server_entry(instructions=f"idle-{index}") for index in range(servers)}
@@ -74,7 +60,7 @@ async def _worker(sessions: int, servers: int, trace: bool) -> dict[str, Any]:
                 tracemalloc.start(1)
             gc.collect()
             rss_before = me.memory_info().rss
-            tasks_before = _task_count()
+            tasks_before = count_tasks()
             batch = max(1, sessions // 10)
             batch_rates: list[float] = []
             started = time.perf_counter()
@@ -87,8 +73,8 @@ async def _worker(sessions: int, servers: int, trace: bool) -> dict[str, Any]:
             created = time.perf_counter() - started
             gc.collect()
             rss_after = me.memory_info().rss
-            result["spawned"] = len(processes.descendants())
-            result["tasks_per_session"] = (_task_count() - tasks_before) / sessions
+            result["spawned"] = len(process_census())
+            result["tasks_per_session"] = (count_tasks() - tasks_before) / sessions
             if trace:
                 import tracemalloc
 

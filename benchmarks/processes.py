@@ -1,19 +1,19 @@
-"""Finding, attributing and killing the processes a benchmark started.
+"""Attributing and classifying the processes a benchmark started; finding them is the census's job.
 
 Importing this module gives the current process a fresh :data:`RUN_VARIABLE`
-value (a worker started with :data:`INHERIT_VARIABLE` keeps its parent's). Every process started afterwards inherits it -- MCP servers (the
-library and the SDK both pass the parent environment on), their children,
-``setsid`` and double-forked grandchildren -- so a process carrying this run's
-value was started by this run even after it re-parented to init, and a
-process without it (another test run on the same machine, say) is never
-counted or killed.
+value (a worker started with :data:`INHERIT_VARIABLE` keeps its parent's).
+Every process started afterwards inherits it -- MCP servers (the library and
+the SDK both pass the parent environment on), their children, ``setsid`` and
+double-forked grandchildren -- so :func:`leftovers`, the
+:func:`~wave_actors.testing.process_census` of this run's mark, finds what
+this run started even after it re-parented to init, and never a process of
+another run on the same machine. :func:`wave_actors.testing.kill_processes`
+kills them.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -22,13 +22,10 @@ from typing import Final
 import psutil
 
 from benchmarks import sampler
-from wave_actors.testing import FAULT_SERVER_PATH
+from wave_actors.testing import FAULT_SERVER_PATH, process_census
 
 RUN_VARIABLE: Final = "WAVE_BENCH_RUN"
 """Environment variable tagging every process started by this benchmark process."""
-
-FAMILY_VARIABLE: Final = "WAVE_ACTORS_FAMILY"
-"""The library's per-spawn family tag (see ``wave_actors/transport/proctree.py``)."""
 
 INHERIT_VARIABLE: Final = "WAVE_BENCH_RUN_INHERIT"
 """Set to ``1`` in a worker's environment to make it keep its parent's run mark."""
@@ -44,53 +41,15 @@ os.environ.pop(INHERIT_VARIABLE, None)
 _FAULT_SERVER: Final = str(FAULT_SERVER_PATH)
 
 
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def descendants() -> list[psutil.Process]:
-    """Live (non-zombie) descendants of this process."""
-    try:
-        children = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
-    return [child for child in children if _alive(child)]
-
-
-def _environ(process: psutil.Process) -> dict[str, str]:
-    try:
-        return process.environ()
-    except (psutil.Error, OSError):
-        return {}
-
-
-def marked(variable: str = RUN_VARIABLE, value: str | None = RUN_MARK) -> list[psutil.Process]:
-    """Live processes whose environment has ``variable`` (equal to ``value`` unless it is ``None``)."""
-    me = os.getpid()
-    found: list[psutil.Process] = []
-    for process in psutil.process_iter():
-        if process.pid == me:
-            continue
-        environ = _environ(process)
-        if variable in environ and (value is None or environ[variable] == value) and _alive(process):
-            found.append(process)
-    return found
-
-
 def leftovers() -> list[psutil.Process]:
     """Every live process this run started: descendants, plus anything carrying this run's mark.
 
-    The library tags each server family with ``WAVE_ACTORS_FAMILY``; other
-    runs on the machine do too, so the run mark is what attributes a
-    re-parented family member to *this* run.
+    The library tags each server family with
+    :data:`~wave_actors.testing.FAMILY_VARIABLE`; other runs on the machine do
+    too, so the run mark is what attributes a re-parented family member to
+    *this* run.
     """
-    found = {process.pid: process for process in descendants()}
-    for process in marked():
-        found.setdefault(process.pid, process)
-    return list(found.values())
+    return process_census(RUN_VARIABLE, RUN_MARK)
 
 
 def kind(process: psutil.Process) -> str:
@@ -109,27 +68,6 @@ def kind(process: psutil.Process) -> str:
 def kinds(processes: Iterable[psutil.Process]) -> Counter[str]:
     """How many processes of each :func:`kind`."""
     return Counter(kind(process) for process in processes)
-
-
-def kill(processes: Iterable[psutil.Process], *, timeout: float = 5.0) -> int:
-    """SIGKILL every process and wait (bounded) until each is dead; return how many were signalled.
-
-    Dead means gone or a zombie: an orphan's zombie lasts until init reaps it,
-    which in some containers takes a second.
-    """
-    signalled: list[psutil.Process] = []
-    for process in processes:
-        try:
-            process.send_signal(signal.SIGKILL)
-            signalled.append(process)
-        except psutil.Error:
-            continue
-    deadline = time.monotonic() + timeout
-    remaining = signalled
-    while remaining and time.monotonic() < deadline:
-        time.sleep(0.005)
-        remaining = [process for process in remaining if _alive(process)]
-    return len(signalled)
 
 
 def servers_by_marker(prefix: str) -> Counter[str]:

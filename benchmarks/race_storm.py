@@ -30,8 +30,8 @@ Invariants, each of which must hold with zero violations:
 
 Afterwards no process of the run may be left: descendants and anything
 carrying this run's environment mark (``setsid`` grandchildren re-parent to
-init but keep it), and the library's ``WAVE_ACTORS_FAMILY`` tag is reported
-for each leftover.
+init but keep it), and the library's family tag
+(:data:`wave_actors.testing.FAMILY_VARIABLE`) is reported for each leftover.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,7 +69,7 @@ from wave_actors import (
     WaveActorsError,
 )
 from wave_actors._actor import machine
-from wave_actors.testing import FAULT_SERVER_PATH, fault_server_entry
+from wave_actors.testing import FAMILY_VARIABLE, FAULT_SERVER_PATH, fault_server_entry, kill_processes
 
 NAME = "race_storm"
 MARKER_PREFIX = "storm-"
@@ -327,7 +327,7 @@ async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
             entries = dict(slot.entries)
             change = rng.choice(["add", "remove", "change"])
             session_id = session.id
-            if change == "add" and len(entries) < 4 or len(entries) <= 1:
+            if (change == "add" and len(entries) < 4) or len(entries) <= 1:
                 new_name = f"s{slot.next_server}"
                 entries[new_name] = slot.new_entry(session_id, new_name)
             elif change == "remove":
@@ -434,9 +434,9 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     progress.update("leftovers", "scanning")
     left = processes.leftovers()
     left_kinds = dict(processes.kinds(left))
-    tagged = sum(1 for process in left if processes.FAMILY_VARIABLE in _environ(process))
+    tagged = sum(1 for process in left if FAMILY_VARIABLE in _environ(process))
     if left:
-        processes.kill(left)
+        kill_processes(left)
     return _outcome(arguments, ledger, storm_seconds, len(left), left_kinds, tagged, sessions_left, pending)
 
 
@@ -486,7 +486,7 @@ def _outcome(
     summary.add("processes left after the storm", left)
     summary.add("sessions left / pending destroys", f"{sessions_left} / {pending}")
     if left:
-        summary.notes.append(f"left: {left_kinds}; {tagged} carry WAVE_ACTORS_FAMILY (all killed)")
+        summary.notes.append(f"left: {left_kinds}; {tagged} carry {FAMILY_VARIABLE} (all killed)")
     outcome.tables.append(summary)
 
     by_operation = Table("race_storm: outcomes by operation", ["operation", "count", "ok", "errors by type"])

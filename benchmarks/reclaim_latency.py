@@ -31,11 +31,10 @@ import attrs
 import psutil
 import trio
 
-from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, median, percentile
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Graces, Host, ServerState, Session, SessionOptions, TransportOptions
-from wave_actors.testing import fault_server_entry
+from wave_actors.testing import fault_server_entry, is_alive, kill_processes, process_census
 
 NAME = "reclaim_latency"
 CASE_VARIABLE = "WAVE_BENCH_CASE"
@@ -88,11 +87,9 @@ def _mass_case(sessions: int) -> Case:
     )
 
 
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+def _family(mark: str) -> list[psutil.Process]:
+    """The live processes of one session's servers: only they carry its case mark."""
+    return process_census(CASE_VARIABLE, mark, descendants=False)
 
 
 async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
@@ -118,9 +115,7 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
         # Grandchildren are spawned at server start, before initialize is answered; allow a moment to be sure.
         family: list[psutil.Process] = []
         with trio.move_on_after(2.0):
-            while len(family := await trio.to_thread.run_sync(processes.marked, CASE_VARIABLE, mark)) < (
-                case.servers * per_server
-            ):
+            while len(family := await trio.to_thread.run_sync(_family, mark)) < case.servers * per_server:
                 await trio.sleep(0.01)
         families[mark] = family
     everyone = [process for family in families.values() for process in family]
@@ -130,7 +125,7 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
     async def poll(started: float) -> None:
         remaining = list(everyone)
         while remaining:
-            remaining = [process for process in remaining if _alive(process)]
+            remaining = [process for process in remaining if is_alive(process)]
             if remaining:
                 # Checking a pid costs ~20 µs: keep the poller under ~15% of the loop for big families.
                 await trio.sleep(max(0.002, 0.00015 * len(remaining)))
@@ -139,7 +134,7 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
 
     async def destroy(session_id: str, family: list[psutil.Process]) -> None:
         await host.destroy_session(session_id)
-        times["alive_at_return"] += sum(1 for process in family if _alive(process))
+        times["alive_at_return"] += sum(1 for process in family if is_alive(process))
 
     async with trio.open_nursery() as nursery:
         started = time.perf_counter()
@@ -152,9 +147,9 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
             await gone_at.wait()
         nursery.cancel_scope.cancel()
     times.setdefault("gone_s", float("nan"))
-    left = [process for process in everyone if _alive(process)]
+    left = [process for process in everyone if is_alive(process)]
     if left:
-        processes.kill(left)
+        kill_processes(left)
     return times
 
 

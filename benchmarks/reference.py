@@ -45,7 +45,7 @@ from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, median
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Graces, Host, SessionOptions, TransportOptions
-from wave_actors.testing import entry_command, fault_server_entry
+from wave_actors.testing import entry_command, fault_server_entry, kill_processes, process_census
 
 NAME = "reference"
 MARK_VARIABLE = "WAVE_BENCH_ITERATION"
@@ -78,9 +78,9 @@ def _parameters(entry: dict[str, object]) -> Any:
 async def _count_and_clean(mark: str, settle: float) -> Counter[str]:
     """What the iteration left after ``settle`` seconds, by kind; then kill it all."""
     await trio.sleep(settle)
-    left = await trio.to_thread.run_sync(processes.marked, MARK_VARIABLE, mark)
+    left = await trio.to_thread.run_sync(lambda: process_census(MARK_VARIABLE, mark, descendants=False))
     counts = processes.kinds(left)
-    await trio.to_thread.run_sync(processes.kill, left)
+    await trio.to_thread.run_sync(kill_processes, left)
     return counts
 
 
@@ -99,11 +99,13 @@ async def _bare_iteration(rng: random.Random, arguments: argparse.Namespace, dev
         with trio.CancelScope() as scope:
             scope.deadline = trio.current_time() + cancel_at
             try:
-                async with stdio_client(_parameters(entry), errlog=devnull) as (read, write):
-                    async with ClientSession(read, write) as client:
-                        await client.initialize()
-                        await client.list_tools()
-                        await trio.sleep_forever()
+                async with (
+                    stdio_client(_parameters(entry), errlog=devnull) as (read, write),
+                    ClientSession(read, write) as client,
+                ):
+                    await client.initialize()
+                    await client.list_tools()
+                    await trio.sleep_forever()
             except Exception as error:
                 errors[type(error).__name__] += 1
         if scope.cancelled_caught:
@@ -202,7 +204,7 @@ def _group_worker(arguments: argparse.Namespace) -> None:
         outcome["seconds"] = time.monotonic() - started
         outcome["left"] = dict(trio.run(_count_and_clean, mark, arguments.settle))
         print(json.dumps(outcome), flush=True)
-    processes.kill(processes.leftovers())
+    kill_processes(processes.leftovers())
 
 
 async def _run_group_driver(arguments: argparse.Namespace, progress: Progress) -> tuple[list[dict[str, Any]], int]:
@@ -294,7 +296,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     progress.update("sweep", "checking that nothing of the run is left")
     swept = await trio.to_thread.run_sync(processes.leftovers)
     swept_kinds = dict(processes.kinds(swept))
-    await trio.to_thread.run_sync(processes.kill, swept)
+    await trio.to_thread.run_sync(kill_processes, swept)
 
     table = Table(
         f"reference: dial vs destroy, {arguments.dials} dials per iteration abandoned at random in "

@@ -22,6 +22,7 @@ import trio
 
 from benchmarks import processes
 from benchmarks.report import RESULTS_DIRECTORY, Headline, Progress, Table, write_results
+from wave_actors.testing import kill_processes
 
 
 @attrs.frozen
@@ -122,6 +123,6 @@ def _reclaim_leftovers(name: str, outcome: Outcome) -> int:
         return 0
     counted = dict(processes.kinds(left))
     print(f"{name}: {len(left)} process(es) of this run still alive at exit {counted}; killing them", file=sys.stderr)
-    processes.kill(left)
+    kill_processes(left)
     outcome.data["leftovers_at_exit"] = counted
     return len(left)
