@@ -134,7 +134,10 @@ def _parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print JSON instead of text")
     configured = _Parser(add_help=False)
     configured.add_argument(
-        "--workdir", type=Path, default=None, help="project directory whose .mcp.json is read (default: current directory)"
+        "--workdir",
+        type=Path,
+        default=None,
+        help="project directory whose .mcp.json is read (default: current directory)",
     )
     configured.add_argument(
         "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
@@ -162,7 +165,10 @@ def _parser() -> argparse.ArgumentParser:
         "problems found loading it. Nothing is dialed.",
     )
     tools = commands.add_parser(
-        "tools", parents=[configured, output], help="connect SERVER and list its tools", description="Connect SERVER and list its tools."
+        "tools",
+        parents=[configured, output],
+        help="connect SERVER and list its tools",
+        description="Connect SERVER and list its tools.",
     )
     tools.add_argument("server", metavar="SERVER")
     call = commands.add_parser(
@@ -456,7 +462,8 @@ def _snapshot_document(session: Session, snapshot: SessionSnapshot) -> dict[str,
 
 def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -> None:
     clock = time.strftime("%H:%M:%S")
-    header = f"{_PROGRAM} watch: {printable(str(session.workdir))}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
+    workdir = printable(str(session.workdir))
+    header = f"{_PROGRAM} watch: {workdir}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
     body = status_table(snapshot.servers) if snapshot.servers else "no MCP servers configured"
     if out.isatty():
         out.write("\x1b[H\x1b[J")  # home, clear: redraw in place

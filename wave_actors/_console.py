@@ -118,7 +118,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str 
     cells = [list(headers), *([one_line(cell) for cell in row] for row in rows)]
     widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
     lines = [
-        indent + "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1], strict=True)) + "  " + row[-1]
+        indent + "".join(cell.ljust(width) + "  " for cell, width in zip(row[:-1], widths[:-1], strict=True)) + row[-1]
         for row in cells
     ]
     return "\n".join(line.rstrip() for line in lines)

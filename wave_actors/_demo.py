@@ -289,7 +289,9 @@ class _Demo:
 
     async def destroy_mid_dial(self, chat: Session, slow: Session) -> None:
         walk = self.walk
-        walk.step(f"A dial cancelled by destroy: chat-2's server takes {SLOW_INIT_DELAY:.0f} s to initialize (R-RACE-2)")
+        walk.step(
+            f"A dial cancelled by destroy: chat-2's server takes {SLOW_INIT_DELAY:.0f} s to initialize (R-RACE-2)"
+        )
         before = await self.processes()
         chat_generations = {status.name: status.generation for status in chat.servers()}
         outcome: list[str] = []

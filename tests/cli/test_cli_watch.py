@@ -11,6 +11,8 @@ from pathlib import Path
 import psutil
 from cli_support import RunCli, cli_command
 
+from wave_actors.testing import is_alive
+
 
 def test_json_lines_are_versioned_snapshots_until_the_duration_ends(run_cli: RunCli) -> None:
     completed = run_cli("watch", "--json", "--duration", "4")
@@ -65,4 +67,4 @@ def test_interrupt_reclaims_every_process_and_exits_0(workdir: Path, home: Path)
 
     assert process.returncode == 0, stderr
     assert "SIGINT" in stderr
-    assert not [server.pid for server in servers if server.is_running() and server.status() != psutil.STATUS_ZOMBIE]
+    assert not [server.pid for server in servers if is_alive(server)]

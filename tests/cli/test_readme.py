@@ -40,7 +40,13 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     environment = {**os.environ, "HOME": str(tmp_path)}  # ~/.wave is empty: the example's servers only
 
     completed = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=45, check=False
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=45,
+        check=False,
     )
 
     assert completed.returncode == 0, completed.stderr

@@ -136,7 +136,8 @@ class FixedPortServer:
         with trio.fail_after(_HTTP_START_TIMEOUT):
             while True:
                 if self.process.returncode is not None:
-                    raise RuntimeError(f"HTTP reference server on port {self.port} exited with {self.process.returncode}")
+                    code = self.process.returncode
+                    raise RuntimeError(f"HTTP reference server on port {self.port} exited with {code}")
                 try:
                     stream = await trio.open_tcp_stream("127.0.0.1", self.port)
                 except OSError:

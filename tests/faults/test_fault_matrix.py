@@ -221,7 +221,8 @@ class Matrix:
         """The faulty server's status once it is connected again on a generation newer than ``generation``."""
         snapshot = await wait_until(
             self.session,
-            lambda snapshot: snapshot.server(FAULTY).state is CONNECTED and snapshot.server(FAULTY).generation > generation,
+            lambda snapshot: snapshot.server(FAULTY).state is CONNECTED
+            and snapshot.server(FAULTY).generation > generation,
         )
         return snapshot.server(FAULTY)
 

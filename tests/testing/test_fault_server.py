@@ -40,10 +40,12 @@ async def connected(
 ) -> AsyncGenerator[tuple[ClientSession, types.InitializeResult], None]:
     """An initialized SDK client session on a fresh fault server."""
     transport = stdio_client(_parameters(entry), errlog=errlog) if errlog else stdio_client(_parameters(entry))
-    async with transport as (read_stream, write_stream):
-        async with ClientSession(read_stream, write_stream, message_handler=message_handler) as session:
-            result = await session.initialize()
-            yield session, result
+    async with (
+        transport as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream, message_handler=message_handler) as session,
+    ):
+        result = await session.initialize()
+        yield session, result
 
 
 def _text(result: types.CallToolResult) -> str:

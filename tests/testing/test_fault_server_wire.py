@@ -19,7 +19,7 @@ import psutil
 import pytest
 import trio
 
-from wave_actors.testing import CRASH_AFTER_CALLS_EXIT_CODE, entry_command, fault_server_entry
+from wave_actors.testing import CRASH_AFTER_CALLS_EXIT_CODE, entry_command, fault_server_entry, is_alive, kill_processes
 
 JSONObject = dict[str, Any]
 
@@ -235,12 +235,10 @@ def _kill_all(pids: list[int]) -> None:
     processes: list[psutil.Process] = []
     for pid in pids:
         try:
-            process = psutil.Process(pid)
-            process.kill()
-            processes.append(process)
+            processes.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(processes, timeout=5)
+    kill_processes(processes)
 
 
 async def _grandchildren(client: RawClient) -> tuple[JSONObject, list[int]]:
@@ -261,12 +259,12 @@ async def test_grandchild_stays_in_the_group_and_outlives_the_server() -> None:
             assert os.getsid(pid) == reported["sid"]
             await client.close_stdin()
             assert await client.wait_exit() == 0
-        assert grandchild.is_running() and grandchild.status() != psutil.STATUS_ZOMBIE
+        assert is_alive(grandchild)
         # It carries the environment, so a leak hunter can find it by marker.
         assert grandchild.environ().get(_MARK) == os.environ[_MARK]
         grandchild.terminate()
         with trio.fail_after(10):
-            while grandchild.is_running() and grandchild.status() != psutil.STATUS_ZOMBIE:
+            while is_alive(grandchild):
                 await trio.sleep(0.02)
     finally:
         _kill_all(grandchildren)
@@ -287,7 +285,7 @@ async def test_setsid_grandchild_escapes_to_its_own_session() -> None:
         # The server's ignored SIGTERM is not inherited: the grandchild dies of it.
         grandchild.terminate()
         with trio.fail_after(10):
-            while grandchild.is_running() and grandchild.status() != psutil.STATUS_ZOMBIE:
+            while is_alive(grandchild):
                 await trio.sleep(0.02)
     finally:
         _kill_all(grandchildren)

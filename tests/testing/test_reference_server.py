@@ -45,9 +45,8 @@ async def _exercise(session: ClientSession) -> None:
 async def _stdio_session() -> AsyncGenerator[ClientSession, None]:
     command, *args = entry_command(reference_server_entry())
     parameters = StdioServerParameters(command=command, args=args, env=dict(os.environ))
-    async with stdio_client(parameters) as (read_stream, write_stream):
-        async with ClientSession(read_stream, write_stream) as session:
-            yield session
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        yield session
 
 
 async def test_reference_server_over_stdio() -> None:
@@ -60,18 +59,19 @@ async def test_reference_server_over_streamable_http() -> None:
     with trio.fail_after(30):
         async with serve_reference_server("streamable-http") as url:
             assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-            async with streamable_http_client(url) as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream) as session:
-                    await _exercise(session)
+            async with (
+                streamable_http_client(url) as (read_stream, write_stream),
+                ClientSession(read_stream, write_stream) as session,
+            ):
+                await _exercise(session)
 
 
 async def test_reference_server_over_sse() -> None:
     with trio.fail_after(30):
         async with serve_reference_server("sse") as url:
             assert url.endswith("/sse")
-            async with sse_client(url) as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream) as session:
-                    await _exercise(session)
+            async with sse_client(url) as (read, write), ClientSession(read, write) as session:
+                await _exercise(session)
 
 
 async def test_two_http_servers_get_distinct_ports() -> None:
