@@ -15,9 +15,10 @@ Invariants, each of which must hold with zero violations:
     live server processes may carry the same actor marker
     (``storm-<session>-<server>``, passed as the server's ``instructions`` so
     it shows in argv).
-(b) no state change from a stale generation: ``reduce`` is wrapped where the
-    actor calls it; a transport event whose ``generation`` is not the live one
-    must return the very same state object and no effects. (``Started`` is
+(b) no state change from a stale generation: the sessions' transition
+    observer (``SessionOptions.transition_observer``) sees every message every
+    state machine handles; a transport event whose ``generation`` is not the
+    live one must change nothing and ask for no effects. (``Started`` is
     the message that *sets* the live generation after the actor's own
     ``StartTransport``; it is checked separately: it may never replace a live
     generation.) The wrapper also checks the pure form of (c): from a
@@ -53,7 +54,6 @@ from typing import Any
 import attrs
 import trio
 
-import wave_actors._actor.actor as actor_module
 from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, median
 from benchmarks.scenario import Option, Outcome, main
@@ -65,10 +65,10 @@ from wave_actors import (
     ServerUnavailable,
     Session,
     SessionOptions,
+    Transition,
     TransportOptions,
     WaveActorsError,
 )
-from wave_actors._actor import machine
 from wave_actors.testing import FAMILY_VARIABLE, FAULT_SERVER_PATH, fault_server_entry, kill_processes
 
 NAME = "race_storm"
@@ -92,9 +92,10 @@ WEIGHTS: Mapping[str, int] = {
     "destroy": 2,
 }
 
-def storm_options(graces: Graces) -> SessionOptions:
+def storm_options(graces: Graces, observer: Callable[[Transition], None] | None = None) -> SessionOptions:
     """Fast reconnects (so that crashes lead to reconnect races within seconds); graces as given."""
     return SessionOptions(
+        transition_observer=observer,
         dial_timeout=10.0,
         transport=TransportOptions(graces=graces),
         reconnect_backoff=Backoff(initial=0.05, multiplier=2.0, maximum=0.5, jitter=0.2, reset_after=5.0),
@@ -135,46 +136,36 @@ class Ledger:
             self.violations.append(Violation(invariant, detail, time.monotonic() - self.started))
 
 
-# (b) and the pure form of (c): the reducer, watched.
+# (b) and the pure form of (c): every state machine transition, watched.
 
 
-def _checked_reduce(ledger: Ledger, reduce: Callable[..., Any]) -> Callable[..., Any]:
-    def checked(state: machine.ActorState, message: machine.Message) -> tuple[machine.ActorState, tuple[Any, ...]]:
-        new_state, effects = reduce(state, message)
+def _transition_checker(ledger: Ledger) -> Callable[[Transition], None]:
+    def observe(transition: Transition) -> None:
         try:
-            _check_transition(ledger, state, message, new_state, effects)
+            _check_transition(ledger, transition)
         except Exception as error:  # never let the checker break the actor
             ledger.violate("checker", repr(error))
-        return new_state, effects
 
-    return checked
+    return observe
 
 
-def _check_transition(
-    ledger: Ledger,
-    state: machine.ActorState,
-    message: machine.Message,
-    new_state: machine.ActorState,
-    effects: tuple[Any, ...],
-) -> None:
-    kind = type(message).__name__
-    ledger.reducer[kind] += 1
-    generation = getattr(message, "generation", None)
-    if isinstance(message, machine.Started):
-        if state.live is not None and new_state is not state:
-            ledger.violate("b", f"Started({generation}) replaced live generation {state.live}")
-    elif generation is not None and generation != state.live:
+def _check_transition(ledger: Ledger, t: Transition) -> None:
+    ledger.reducer[t.message] += 1
+    if t.message == "Started":
+        if t.live_before is not None and t.changed:
+            ledger.violate("b", f"{t.server}: Started({t.generation}) replaced live generation {t.live_before}")
+    elif t.stale:
         ledger.reducer["stale events"] += 1
-        if new_state is not state or effects:
-            ledger.violate("b", f"stale {message!r} (live {state.live}) changed {state} -> {new_state} {effects}")
-    elif isinstance(message, machine.Up) and state.state is ServerState.RECONNECTING:
+        if t.changed or t.effects:
+            ledger.violate("b", f"{t.server}: stale {t.message}({t.generation}) (live {t.live_before}) changed: {t}")
+    elif t.message == "Up" and t.state_before is ServerState.RECONNECTING:
         ledger.reducer["reconnected"] += 1
-    elif isinstance(message, machine.Lost):
+    elif t.message == "Lost":
         ledger.reducer["losses"] += 1
-    held = state.manually_disconnected and state.state is ServerState.DISCONNECTED
-    allowed = (isinstance(message, machine.Connect) and message.explicit) or isinstance(message, machine.Reload)
-    if held and not allowed and new_state.state is not ServerState.DISCONNECTED:
-        ledger.violate("c", f"{message!r} took a manually disconnected server to {new_state.state.value}")
+    held = t.manually_disconnected_before and t.state_before is ServerState.DISCONNECTED
+    allowed = (t.message == "Connect" and t.explicit) or t.message == "Reload"
+    if held and not allowed and t.state_after is not ServerState.DISCONNECTED:
+        ledger.violate("c", f"{t.server}: {t.message} took a manually disconnected server to {t.state_after.value}")
 
 
 # (a): the sampler.
@@ -388,8 +379,6 @@ class _CountingHandler(logging.Handler):
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     ledger = Ledger()
     graces = Graces(*(float(value) for value in arguments.graces.split(","))) if arguments.graces else Graces()
-    original = actor_module.reduce
-    actor_module.reduce = _checked_reduce(ledger, original)  # type: ignore[assignment]
     handler = _CountingHandler(ledger)
     library_logger = logging.getLogger("wave_actors")
     library_logger.addHandler(handler)
@@ -416,7 +405,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
 
                 background.start_soon(report)
                 storm_started = time.monotonic()
-                async with Host.open(home=workdir / "home", options=storm_options(graces)) as host:
+                options = storm_options(graces, _transition_checker(ledger))
+                async with Host.open(home=workdir / "home", options=options) as host:
                     deadline = trio.current_time() + arguments.duration
                     async with trio.open_nursery() as nursery:
                         for index in range(arguments.sessions):
@@ -428,7 +418,6 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 stop_sampling.set()
                 background.cancel_scope.cancel()
     finally:
-        actor_module.reduce = original
         library_logger.removeHandler(handler)
         library_logger.propagate = True
     progress.update("leftovers", "scanning")

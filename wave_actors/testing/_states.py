@@ -3,9 +3,10 @@
 A test that provokes a crash, a disconnect or a slow dial wants to continue
 once the server is, say, ``reconnecting``: not after a fixed sleep, which is
 either too long or, on a loaded machine, too short. :func:`wait_for_state`
-follows the session's snapshots (:meth:`Session.watch <wave_actors.Session.watch>`,
-which never misses the latest) and returns the first status in a wanted
-state; when the time is up it says what it waited for and what it saw last.
+checks every snapshot the session makes (:meth:`Session.wait_for
+<wave_actors.Session.wait_for>`, so even a state held only for a moment is
+seen) and returns the first status in a wanted state; when the time is up it
+says what it waited for and what it saw last.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 import trio
 
-from wave_actors import ServerState, ServerStatus, Session
+from wave_actors import ServerState, ServerStatus, Session, SessionSnapshot, WaveActorsError
 
 __all__ = ["StateNotReached", "wait_for_state"]
 
@@ -66,12 +67,17 @@ async def wait_for_state(session: Session, name: str, *states: ServerState, time
     if not states:
         raise ValueError(f"wait_for_state(session, {name!r}) needs at least one state to wait for")
     last: ServerStatus | None = None
+
+    def reached(snapshot: SessionSnapshot) -> bool:
+        nonlocal last
+        last = next((status for status in snapshot.servers if status.name == name), None)
+        return last is not None and last.state in states
+
     try:
         with trio.fail_after(timeout):
-            async for snapshot in session.watch():
-                last = next((status for status in snapshot.servers if status.name == name), None)
-                if last is not None and last.state in states:
-                    return last
+            snapshot = await session.wait_for(reached)
     except trio.TooSlowError:
         raise StateNotReached(name, states, last, f"within {timeout:g} s") from None
-    raise StateNotReached(name, states, last, "before its session closed")
+    except WaveActorsError:
+        raise StateNotReached(name, states, last, "before its session closed") from None
+    return snapshot.server(name)
