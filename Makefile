@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench typecheck clean
+.PHONY: demo test bench typecheck lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,8 @@ demo: $(STAMP)
 	$(BIN)/python -m wave_actors demo
 
 test: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 	$(BIN)/pyright
 
@@ -24,6 +26,14 @@ bench: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/pyright
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 clean:
 	rm -rf $(VENV) .pytest_cache benchmarks/results

@@ -72,7 +72,9 @@ def main() -> None:
     for name, status in statuses.items():
         path = RESULTS_DIRECTORY / f"{name}.json"
         document: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        if status["returncode"] != 0 and not any(h.get("invariant") and h.get("ok") is False for h in document.get("headlines", [])):
+        if status["returncode"] != 0 and not any(
+            h.get("invariant") and h.get("ok") is False for h in document.get("headlines", [])
+        ):
             summary.add(name, "scenario exited with an error", float(status["returncode"]), "0", False)
         if status["returncode"] != 0:
             failed = True
@@ -88,8 +90,13 @@ def main() -> None:
     RESULTS_DIRECTORY.mkdir(parents=True, exist_ok=True)
     (RESULTS_DIRECTORY / "summary.json").write_text(
         json.dumps(
-            {"quick": arguments.quick, "wall_seconds": total, "scenarios": statuses, "headlines": headlines,
-             "environment": environment()},
+            {
+                "quick": arguments.quick,
+                "wall_seconds": total,
+                "scenarios": statuses,
+                "headlines": headlines,
+                "environment": environment(),
+            },
             indent=2,
         )
         + "\n"

@@ -143,9 +143,7 @@ async def _profile(ours: Call, bare: Call, calls: int, progress: Progress) -> tu
         "call_overhead: wave_actors frames on the call path (cumtime µs/call, includes what they call)",
         ["function", "cumtime", "tottime"],
     )
-    own = sorted(
-        ((values[1], key) for key, values in ours_rows.items() if "wave_actors/" in key[0]), reverse=True
-    )
+    own = sorted(((values[1], key) for key, values in ours_rows.items() if "wave_actors/" in key[0]), reverse=True)
     for cumtime, key in own[:12]:
         library.add(_short(key), cumtime, ours_rows[key][0])
     data = {

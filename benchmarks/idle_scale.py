@@ -103,8 +103,14 @@ async def _worker(sessions: int, servers: int, trace: bool) -> dict[str, Any]:
 
 async def _spawn_worker(arguments: argparse.Namespace, sessions: int, trace: bool) -> dict[str, Any]:
     command = [
-        sys.executable, "-m", "benchmarks.idle_scale", "--worker",
-        "--sessions", str(sessions), "--servers", str(arguments.servers),
+        sys.executable,
+        "-m",
+        "benchmarks.idle_scale",
+        "--worker",
+        "--sessions",
+        str(sessions),
+        "--servers",
+        str(arguments.servers),
     ]
     if trace:
         command.append("--trace")
@@ -115,7 +121,9 @@ async def _spawn_worker(arguments: argparse.Namespace, sessions: int, trace: boo
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     runs: list[dict[str, Any]] = []
     for index in range(arguments.runs):
-        progress.update("creating", f"run {index + 1}/{arguments.runs}: {arguments.sessions} sessions x {arguments.servers}")
+        progress.update(
+            "creating", f"run {index + 1}/{arguments.runs}: {arguments.sessions} sessions x {arguments.servers}"
+        )
         runs.append(await _spawn_worker(arguments, arguments.sessions, trace=False))
     outcome = Outcome(data={"runs": runs})
     table = Table(

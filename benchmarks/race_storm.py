@@ -92,6 +92,7 @@ WEIGHTS: Mapping[str, int] = {
     "destroy": 2,
 }
 
+
 def storm_options(graces: Graces, observer: Callable[[Transition], None] | None = None) -> SessionOptions:
     """Fast reconnects (so that crashes lead to reconnect races within seconds); graces as given."""
     return SessionOptions(
@@ -174,8 +175,17 @@ def _check_transition(ledger: Ledger, t: Transition) -> None:
 async def _sample_processes(ledger: Ledger, interval: float, stop: trio.Event) -> None:
     """Run :mod:`benchmarks.sampler` beside the storm and fold its samples into the ledger."""
     command = [
-        sys.executable, "-m", "benchmarks.sampler", "--parent", str(os.getpid()),
-        "--program", str(FAULT_SERVER_PATH), "--prefix", MARKER_PREFIX, "--interval", str(interval),
+        sys.executable,
+        "-m",
+        "benchmarks.sampler",
+        "--parent",
+        str(os.getpid()),
+        "--program",
+        str(FAULT_SERVER_PATH),
+        "--prefix",
+        MARKER_PREFIX,
+        "--interval",
+        str(interval),
     ]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
     assert process.stdout is not None

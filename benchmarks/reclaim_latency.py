@@ -74,7 +74,11 @@ CASES = (
     Case("exits on EOF, grandchild + setsid grandchild", 1, {"grandchild": True, "setsid_grandchild": True}),
     Case("ignores SIGTERM and EOF, grandchild", 1, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
     Case("5 servers exiting on EOF, grandchild each", 5, {"grandchild": True}),
-    Case("5 servers ignoring SIGTERM and EOF, grandchild each", 5, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
+    Case(
+        "5 servers ignoring SIGTERM and EOF, grandchild each",
+        5,
+        {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True},
+    ),
 )
 
 
@@ -210,7 +214,9 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         f"a server ignoring SIGTERM and EOF costs the eof grace + the term grace (~{(graces.eof + graces.term) * 1000:.0f} ms) by design.",
     ]
     outcome.tables.append(table)
-    outcome.headlines.append(at_most("family members alive when destroy returned", float(alive_at_return), 0, invariant=True))
+    outcome.headlines.append(
+        at_most("family members alive when destroy returned", float(alive_at_return), 0, invariant=True)
+    )
     outcome.data["cpus"] = os.cpu_count()
     return outcome
 

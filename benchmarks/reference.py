@@ -209,10 +209,20 @@ def _group_worker(arguments: argparse.Namespace) -> None:
 
 async def _run_group_driver(arguments: argparse.Namespace, progress: Progress) -> tuple[list[dict[str, Any]], int]:
     command = [
-        sys.executable, "-m", "benchmarks.reference", "--group-worker",
-        "--iterations", str(arguments.iterations), "--dials", str(arguments.dials),
-        "--cancel-within", str(arguments.cancel_within), "--settle", str(arguments.settle),
-        "--seed", str(arguments.seed),
+        sys.executable,
+        "-m",
+        "benchmarks.reference",
+        "--group-worker",
+        "--iterations",
+        str(arguments.iterations),
+        "--dials",
+        str(arguments.dials),
+        "--cancel-within",
+        str(arguments.cancel_within),
+        "--settle",
+        str(arguments.settle),
+        "--seed",
+        str(arguments.seed),
     ]
     iterations: list[dict[str, Any]] = []
     stderr = bytearray()
@@ -301,8 +311,17 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     table = Table(
         f"reference: dial vs destroy, {arguments.dials} dials per iteration abandoned at random in "
         f"[0, {arguments.cancel_within:g}] s; processes alive {arguments.settle:g} s after each iteration",
-        ["driver", "iterations", "servers", "grandchildren", "setsid grandchildren", "other", "orphans",
-         "per iteration", "per dial"],
+        [
+            "driver",
+            "iterations",
+            "servers",
+            "grandchildren",
+            "setsid grandchildren",
+            "other",
+            "orphans",
+            "per iteration",
+            "per dial",
+        ],
     )
     bare_left = _table_row(table, "bare SDK tasks (stdio_client)", bare, arguments.dials)
     group_left = _table_row(table, "ClientSessionGroup", group, arguments.dials)
@@ -328,7 +347,9 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     outcome.headlines += [
         Headline("bare SDK orphans per dial (dial vs cancel)", sum(bare_left.values()) / max(1, len(bare) * dials)),
         Headline(
-            "ClientSessionGroup iterations crashed", float(sum(1 for it in group if it.get("error"))), f"of {len(group)}"
+            "ClientSessionGroup iterations crashed",
+            float(sum(1 for it in group if it.get("error"))),
+            f"of {len(group)}",
         ),
         at_most("wave-actors orphans (dial vs destroy)", float(sum(host_left.values())), 0, invariant=True),
     ]
@@ -347,8 +368,13 @@ if __name__ == "__main__":
     if "--group-worker" in sys.argv[1:]:
         worker = argparse.ArgumentParser(prog="python -m benchmarks.reference --group-worker")
         worker.add_argument("--group-worker", action="store_true")
-        for flag, kind in (("--iterations", int), ("--dials", int), ("--cancel-within", float), ("--settle", float),
-                           ("--seed", int)):
+        for flag, kind in (
+            ("--iterations", int),
+            ("--dials", int),
+            ("--cancel-within", float),
+            ("--settle", float),
+            ("--seed", int),
+        ):
             worker.add_argument(flag, type=kind, required=True)
         _group_worker(worker.parse_args())
     else:

@@ -59,9 +59,11 @@ def format_number(value: object, digits: int = 3) -> str:
         if value == 0.0:
             return "0"
         magnitude = abs(value)
-        if magnitude >= 10 ** digits:
+        if magnitude >= 10**digits:
             return f"{value:,.0f}"
-        return f"{value:.{digits}g}" if magnitude < 1 else f"{value:.{max(0, digits - 1 - int(math.log10(magnitude)))}f}"
+        return (
+            f"{value:.{digits}g}" if magnitude < 1 else f"{value:.{max(0, digits - 1 - int(math.log10(magnitude)))}f}"
+        )
     return str(value)
 
 

@@ -75,9 +75,7 @@ def parse(name: str, description: str, options: Sequence[Option], argv: Sequence
     return arguments
 
 
-def main(
-    name: str, description: str, options: Sequence[Option], body: Body, argv: Sequence[str] | None = None
-) -> None:
+def main(name: str, description: str, options: Sequence[Option], body: Body, argv: Sequence[str] | None = None) -> None:
     """Run one scenario from the command line and exit with its status."""
     arguments = parse(name, description, options, argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")

@@ -36,9 +36,7 @@ class Backoff:
     initial: float = attrs.field(default=0.1, validator=attrs.validators.ge(0.0))
     multiplier: float = attrs.field(default=2.0, validator=attrs.validators.ge(1.0))
     maximum: float = 30.0
-    jitter: float = attrs.field(
-        default=0.1, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
-    )
+    jitter: float = attrs.field(default=0.1, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)])
     reset_after: float = attrs.field(default=10.0, validator=attrs.validators.ge(0.0))
 
     def __attrs_post_init__(self) -> None:

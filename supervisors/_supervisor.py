@@ -105,12 +105,7 @@ class _Child:
     @property
     def pending(self) -> bool:
         """Waiting for a strategy round to start its next incarnation."""
-        return (
-            not self.final
-            and not self.ended.is_set()
-            and self.gate is not None
-            and not self.gate.is_set()
-        )
+        return not self.final and not self.ended.is_set() and self.gate is not None and not self.gate.is_set()
 
 
 @attrs.define(eq=False)
@@ -302,9 +297,7 @@ class Supervisor:
         if body_error is not None:
             raise body_error
 
-    async def _host_children(
-        self, *, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def _host_children(self, *, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:
         # Shielded: children are cancelled by _stop, in order, never wholesale.
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as children:
@@ -524,9 +517,7 @@ class Supervisor:
                 if self._closing:
                     # Shutdown began between start_child's check and this task's first step.
                     self._settle(child, ChildState.STOPPED, None)
-                    raise SupervisorError(
-                        f"cannot start child {child.spec.name!r}: the supervisor is closing"
-                    )
+                    raise SupervisorError(f"cannot start child {child.spec.name!r}: the supervisor is closing")
                 while not child.final:
                     if first_start is None and self._closing:
                         # Shutdown began while this restart waited for its turn:
@@ -545,8 +536,10 @@ class Supervisor:
                         self._emit(EventKind.EXITED, child, error)
                         if first_start is not None and not incarnation.up:
                             self._settle(child, ChildState.EXITED, error)
-                            raise error if error is not None else ChildNotStarted(
-                                f"child {child.spec.name!r} returned before reporting started"
+                            raise (
+                                error
+                                if error is not None
+                                else ChildNotStarted(f"child {child.spec.name!r} returned before reporting started")
                             )
                         turn = self._after_exit(child, error)
                     first_start = None
@@ -558,9 +551,7 @@ class Supervisor:
                     else:
                         await trio.sleep(turn)
             if first_start is not None and child.first_starting:
-                raise ChildNotStarted(
-                    f"child {child.spec.name!r} was stopped before it reported started"
-                )
+                raise ChildNotStarted(f"child {child.spec.name!r} was stopped before it reported started")
         finally:
             child.first_starting = False
             if child.state not in _FINAL_STATES:
@@ -585,9 +576,7 @@ class Supervisor:
             if incarnation.over or incarnation.halt is not None or child.final:
                 return  # an ended or stopping incarnation no longer speaks for the child
             if incarnation.up:
-                raise RuntimeError(
-                    f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice"
-                )
+                raise RuntimeError(f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice")
             incarnation.up = True
             child.first_starting = False
             child.up_since = trio.current_time()
@@ -637,9 +626,7 @@ class Supervisor:
     def _after_exit(self, child: _Child, error: Exception | None) -> float | trio.Event | None:
         """Decide what follows an exit on its own: a delay, a round's gate, or ``None`` (final)."""
         restart = child.spec.restart
-        wanted = restart is Restart.PERMANENT or (
-            restart is Restart.TRANSIENT and error is not None
-        )
+        wanted = restart is Restart.PERMANENT or (restart is Restart.TRANSIENT and error is not None)
         if not wanted or self._closing:
             self._settle(child, ChildState.EXITED, error)
             return None
@@ -650,7 +637,10 @@ class Supervisor:
             self._give_up(child, error)
             logger.warning(
                 "giving up child %r after incarnation %d: more than %d restarts in %g s",
-                child.spec.name, child.incarnation, intensity.max_restarts, intensity.period,
+                child.spec.name,
+                child.incarnation,
+                intensity.max_restarts,
+                intensity.period,
             )
             if self._escalate:
                 self._escalate_with(
@@ -669,7 +659,10 @@ class Supervisor:
                 logger.warning(
                     "supervisor restart intensity spent by child %r incarnation %d: more than %d "
                     "restarts of all children in %g s; stopping every child",
-                    child.spec.name, child.incarnation, shared.max_restarts, shared.period,
+                    child.spec.name,
+                    child.incarnation,
+                    shared.max_restarts,
+                    shared.period,
                 )
                 self._escalate_with(
                     RestartIntensityExceeded(
@@ -689,7 +682,10 @@ class Supervisor:
         child.backoff_attempt += 1
         logger.info(
             "restarting child %r in %.3f s after incarnation %d ended: %r",
-            child.spec.name, delay, child.incarnation, error,
+            child.spec.name,
+            delay,
+            child.incarnation,
+            error,
         )
         if self._strategy is Strategy.ONE_FOR_ONE:
             self._settle(child, ChildState.RESTARTING, error)
@@ -725,7 +721,7 @@ class Supervisor:
         now = trio.current_time()
         order = list(self._children.values())
         if self._strategy is Strategy.REST_FOR_ONE:
-            order = order[order.index(trigger):]
+            order = order[order.index(trigger) :]
         members = {child for child in order if child is trigger or self._in_play(child)}
         restart_at = now + delay
         previous = self._round
@@ -733,9 +729,7 @@ class Supervisor:
             # Overlapped: this round takes over every child the previous one
             # has not brought back yet, and honours its delay too.
             previous.scope.cancel()
-            members |= {
-                child for child in previous.members - previous.restarted if self._in_play(child)
-            }
+            members |= {child for child in previous.members - previous.restarted if self._in_play(child)}
             restart_at = max(restart_at, previous.restart_at)
         reason = SiblingRestart(
             f"stopped to be restarted with sibling {trigger.spec.name!r}, whose incarnation "

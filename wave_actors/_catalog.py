@@ -38,9 +38,7 @@ def build_snapshot(
     return SessionSnapshot(version, tuple(_status(config, state, by_pair, closed) for config, state in ordered))
 
 
-def _status(
-    config: ServerConfig, state: ActorState, names: dict[tuple[str, str], str], closed: bool
-) -> ServerStatus:
+def _status(config: ServerConfig, state: ActorState, names: dict[tuple[str, str], str], closed: bool) -> ServerStatus:
     if closed and state.state is not ServerState.DISABLED:
         state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
     overrides = config.tool_overrides

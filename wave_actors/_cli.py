@@ -403,7 +403,7 @@ def _parse_arguments_json(text: str) -> dict[str, object]:
     except RecursionError:
         fail(too_deep, EXIT_USAGE)
     if not isinstance(value, dict):
-        fail(f"--args must be a JSON object like '{{\"text\": \"hi\"}}', got {type(value).__name__}", EXIT_USAGE)
+        fail(f'--args must be a JSON object like \'{{"text": "hi"}}\', got {type(value).__name__}', EXIT_USAGE)
     arguments = cast(dict[str, object], value)
     if _depth(arguments) > _MAX_ARGUMENT_DEPTH:
         fail(too_deep, EXIT_USAGE)

@@ -265,7 +265,7 @@ class _Demo:
             await nursery.start(watch)
             try:
                 await chat.call_tool("mcp__echo__crash", {"code": 7})
-                walk.check(False, "call_tool(\"mcp__echo__crash\") returned: the process did not die")
+                walk.check(False, 'call_tool("mcp__echo__crash") returned: the process did not die')
             except ServerUnavailable as error:
                 walk.check(
                     "code 7" in str(error),
@@ -449,4 +449,3 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
 async def _bounded(walk: _Walkthrough, run: str) -> None:
     with trio.fail_after(_DEMO_TIME_LIMIT):
         await _walkthrough(walk, run)
-

@@ -236,4 +236,6 @@ class Host(metaclass=NoPublicConstructor):
                 self._hook_timeout,
             )
         except Exception:
-            logger.warning("session %s: before_destroy hook %r failed; destroying anyway", session.id, hook, exc_info=True)
+            logger.warning(
+                "session %s: before_destroy hook %r failed; destroying anyway", session.id, hook, exc_info=True
+            )

@@ -43,11 +43,14 @@ class SessionParameters:
     async def load(self) -> LoadedConfig:
         """Load the configuration in a worker thread, so a large file never stalls other sessions (R-CFG-11)."""
         load = functools.partial(
-            load_config, self.workdir, home=self.home, constructor=self.constructor, plugins=self.plugins,
+            load_config,
+            self.workdir,
+            home=self.home,
+            constructor=self.constructor,
+            plugins=self.plugins,
             trust=self.trust,
         )
         return await trio.to_thread.run_sync(load)
-
 
 
 def session_parameters(

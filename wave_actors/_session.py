@@ -57,6 +57,7 @@ __all__ = ["Session", "open_owned_session", "open_session"]
 
 logger = logging.getLogger(__name__)
 
+
 @final
 class Session(metaclass=NoPublicConstructor):
     """The MCP servers of one conversation (R-HOST-1).

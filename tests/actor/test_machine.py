@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from wave_actors import ServerState
 from wave_actors._actor.machine import (
     ActorState,
     Connect,
@@ -38,7 +38,6 @@ from wave_actors._actor.machine import (
     initial_state,
     reduce,
 )
-from wave_actors import ServerState
 
 CONNECTING = ServerState.CONNECTING
 CONNECTED = ServerState.CONNECTED
@@ -568,7 +567,7 @@ def test_a_state_changes_on_an_event_only_if_its_generation_is_live(state: Actor
     # R-RACE-1
     after, effects = reduce(state, event)
     assert effects == ()
-    if getattr(event, "generation") != state.live:
+    if event.generation != state.live:
         assert after is state
 
 

@@ -23,7 +23,13 @@ def test_demo_passes_every_check_and_ends_with_no_process_left(tmp_path: Path) -
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert completed.stdout.rstrip().endswith("0 processes left")
     assert "✗" not in completed.stdout
-    for step in ("prepare_turn()", "disconnect(", "reconnect", 'destroy_session("chat-2")', 'destroy_session("chat-1")'):
+    for step in (
+        "prepare_turn()",
+        "disconnect(",
+        "reconnect",
+        'destroy_session("chat-2")',
+        'destroy_session("chat-1")',
+    ):
         assert step in completed.stdout, step
     assert completed.stderr == ""
     assert elapsed < 15, f"the demo took {elapsed:.1f} s"

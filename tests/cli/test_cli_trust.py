@@ -80,8 +80,9 @@ def test_an_unknown_trust_mode_is_a_usage_error(run_cli: RunCli) -> None:
 def test_help_says_what_approved_means_and_why_all_is_the_default() -> None:
     for command in ("servers", "tools", "call", "watch"):
         usage = " ".join(
-            subprocess.run(cli_command(command, "--help"), capture_output=True, text=True, timeout=30, check=True)
-            .stdout.split()
+            subprocess.run(
+                cli_command(command, "--help"), capture_output=True, text=True, timeout=30, check=True
+            ).stdout.split()
         )
         assert "--trust {all,approved}" in usage, command
         assert ".wave/settings.local.json" in usage and "the default, as in the library" in usage, command

@@ -144,9 +144,7 @@ def test_fields_of_the_other_transport_are_dropped_with_a_warning(tmp_path: Path
         ({"command": "x", "tool_overrides": {"t": {"read_only": "yes"}}}, "tool_overrides['t'].read_only"),
     ],
 )
-def test_wrong_field_type_skips_the_entry_naming_the_field(
-    tmp_path: Path, entry: dict[str, Any], field: str
-) -> None:
+def test_wrong_field_type_skips_the_entry_naming_the_field(tmp_path: Path, entry: dict[str, Any], field: str) -> None:
     # R-CFG-4: a diagnostic naming the field and saying what was expected.
     errors = rejection(entry, tmp_path)
     assert [reported for reported, _ in errors] == [field]

@@ -6,8 +6,7 @@ import random
 from pathlib import Path
 from typing import Any, cast
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from wave_actors._config import ServerConfig, Source, connection_fingerprint, server_config
 

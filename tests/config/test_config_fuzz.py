@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, cast
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from wave_actors._config import LoadedConfig, ServerConfig, Severity, load_config
 from wave_actors._config.converter import ENTRY_FIELDS
@@ -185,7 +184,12 @@ def test_r_cfg_4_load_config_never_raises_and_every_bad_file_is_a_diagnostic(
             elif content is not None:
                 path.write_text(content, encoding="utf-8", errors="surrogatepass")
         loaded = load_config(
-            workdir, home=home, constructor=constructor, plugins=plugins, trust=trust, environ={}  # type: ignore[arg-type]
+            workdir,
+            home=home,
+            constructor=constructor,
+            plugins=plugins,
+            trust=trust,
+            environ={},  # type: ignore[arg-type]
         )
         assert isinstance(loaded, LoadedConfig)
         errors = {d.origin for d in loaded.diagnostics if d.severity is Severity.ERROR}

@@ -21,8 +21,7 @@ import attrs
 import pytest
 import trio
 
-from wave_actors._config import MAX_FILE_BYTES, LoadedConfig, Severity, Source, load_config
-from wave_actors._config import sources as sources_module
+from wave_actors._config import MAX_FILE_BYTES, LoadedConfig, Severity, Source, load_config, sources as sources_module
 from wave_actors._config.sources import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH, read_file_bytes
 
 DEEP = 100_000

@@ -7,8 +7,7 @@ import tempfile
 from pathlib import Path
 
 import attrs
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from wave_actors._config import LoadedConfig, Source, load_config
 from wave_actors._config.merge import pick_winners

@@ -179,9 +179,7 @@ def test_other_top_level_keys_are_ignored(layout: Layout) -> None:
         ('{"mcp_servers": "s"}', '"mcp_servers" must be an object'),
     ],
 )
-def test_malformed_file_is_skipped_with_a_diagnostic_and_others_load(
-    layout: Layout, content: str, reason: str
-) -> None:
+def test_malformed_file_is_skipped_with_a_diagnostic_and_others_load(layout: Layout, content: str, reason: str) -> None:
     # R-CFG-4: bad JSON or wrong shape skips that source only.
     layout.project_file.write_text(content, encoding="utf-8")
     write(layout.user_file, {"mcpServers": {"from-user": {"command": "u"}}})

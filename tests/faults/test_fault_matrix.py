@@ -221,8 +221,9 @@ class Matrix:
         """The faulty server's status once it is connected again on a generation newer than ``generation``."""
         snapshot = await wait_until(
             self.session,
-            lambda snapshot: snapshot.server(FAULTY).state is CONNECTED
-            and snapshot.server(FAULTY).generation > generation,
+            lambda snapshot: (
+                snapshot.server(FAULTY).state is CONNECTED and snapshot.server(FAULTY).generation > generation
+            ),
         )
         return snapshot.server(FAULTY)
 
@@ -1030,9 +1031,7 @@ async def _lose_then_hang(m: Matrix) -> ServerStatus:
     "dial",
     entry=_reconnect_hang_entry,
     # One reconnect attempt, then give up. The gate costs a second interpreter start per dial: a little more time.
-    options=attrs.evolve(
-        HANGING, dial_timeout=2.0, reconnect_intensity=RestartIntensity(max_restarts=1, period=30.0)
-    ),
+    options=attrs.evolve(HANGING, dial_timeout=2.0, reconnect_intensity=RestartIntensity(max_restarts=1, period=30.0)),
 )
 async def _reconnect_hang_dial(m: Matrix) -> None:
     # R-RACE-4: a reconnect dial is bounded by the dial timeout like any dial; past the budget, ERROR.

@@ -30,8 +30,9 @@ async def test_an_ordinary_connection_loss_is_not_logged_as_our_bug(
             await session.call_tool("mcp__f__crash", {"code": 5})
         with trio.fail_after(10):
             await session.wait_for(
-                lambda snapshot: snapshot.server("f").state is ServerState.CONNECTED
-                and snapshot.server("f").generation > generation
+                lambda snapshot: (
+                    snapshot.server("f").state is ServerState.CONNECTED and snapshot.server("f").generation > generation
+                )
             )
     errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert errors == []

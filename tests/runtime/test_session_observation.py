@@ -79,7 +79,9 @@ async def test_a_predicate_that_raises_fails_the_caller_not_the_server(tmp_path:
         assert not result.is_error
 
 
-async def test_wait_for_ends_with_an_error_when_the_session_closes_first(tmp_path: Path, options: SessionOptions) -> None:
+async def test_wait_for_ends_with_an_error_when_the_session_closes_first(
+    tmp_path: Path, options: SessionOptions
+) -> None:
     async with Host.open(home=tmp_path / "home", options=options) as host:
         session = await host.create_session(tmp_path, {"f": fault_server_entry()})
         failure: list[BaseException] = []

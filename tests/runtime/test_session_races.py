@@ -132,9 +132,7 @@ async def test_list_changed_refreshes_the_tool_list(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-async def test_dial_versus_destroy_at_random_moments_leaves_no_process(
-    tmp_path: Path, options: SessionOptions
-) -> None:
+async def test_dial_versus_destroy_at_random_moments_leaves_no_process(tmp_path: Path, options: SessionOptions) -> None:
     # R-RACE-2: 200 sessions destroyed at random points of their first dial; grandchildren included.
     rng = random.Random(2026)
     async with Host.open(home=tmp_path / "home", options=options) as host:

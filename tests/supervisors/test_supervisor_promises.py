@@ -119,9 +119,7 @@ def test_a_start_child_racing_the_shutdown_never_leaves_a_child_started_after_it
     # scheduler decides which of the two runs first, differently across runs.
     for _ in range(100):
         order: list[str] = []
-        trio.run(
-            _start_in_the_tick_the_block_is_left, order, clock=trio.testing.MockClock(autojump_threshold=0)
-        )
+        trio.run(_start_in_the_tick_the_block_is_left, order, clock=trio.testing.MockClock(autojump_threshold=0))
         assert "started" not in order[order.index("shutdown") :], order
 
 
@@ -187,9 +185,7 @@ async def test_start_child_returns_the_status_the_child_had_when_it_reported_sta
 
     backoff = Backoff(initial=delay, jitter=0.0)
     async with Supervisor.open(intensity=GENEROUS, backoff=backoff) as supervisor:
-        status = await supervisor.start_child(
-            ChildSpec("child", reports_then_crashes, restart=Restart.TRANSIENT)
-        )
+        status = await supervisor.start_child(ChildSpec("child", reports_then_crashes, restart=Restart.TRANSIENT))
         assert status == ChildStatus("child", ChildState.RUNNING, 1, None)
         assert supervisor.status("child").state is not ChildState.RUNNING  # it has crashed since
 
@@ -230,4 +226,3 @@ async def test_a_stop_during_backoff_ends_the_child_even_when_the_stopper_is_can
         await wait_for(progress, STOPPED)
         assert trio.current_time() == 1.0
         assert supervisor.status("child").state is ChildState.STOPPED
-

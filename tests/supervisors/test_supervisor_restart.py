@@ -286,9 +286,7 @@ async def test_escalation_stops_every_child_in_reverse_order_and_raises(
     body_cancelled = False
     events: EventSubscription | None = None
     with pytest.raises(RestartIntensityExceeded) as raised:
-        async with Supervisor.open(
-            intensity=intensity, backoff=NO_DELAY, escalate=True
-        ) as supervisor:
+        async with Supervisor.open(intensity=intensity, backoff=NO_DELAY, escalate=True) as supervisor:
             events = supervisor.subscribe()
             await supervisor.start_child(ChildSpec("first", serve_forever))
             await supervisor.start_child(ChildSpec("crasher", crashes_after(1.0)))

@@ -271,9 +271,7 @@ async def test_a_child_stuck_in_a_shield_is_abandoned_at_its_deadline_and_report
     async with Supervisor.open() as supervisor:
         events = supervisor.subscribe()
         await supervisor.start_child(ChildSpec("early", serve_forever, shutdown_timeout=1.0))
-        await supervisor.start_child(
-            ChildSpec("stuck", ignores_cancellation_for(100.0), shutdown_timeout=2.0)
-        )
+        await supervisor.start_child(ChildSpec("stuck", ignores_cancellation_for(100.0), shutdown_timeout=2.0))
         status = await supervisor.stop_child("stuck")
         assert trio.current_time() == 2
         assert status.state is ChildState.ABANDONED
@@ -299,9 +297,7 @@ async def test_shutdown_abandons_a_stuck_child_and_stops_the_others_within_their
     async with Supervisor.open() as supervisor:
         events = supervisor.subscribe()
         await supervisor.start_child(ChildSpec("first", ignores_cancellation_for(0.5)))
-        await supervisor.start_child(
-            ChildSpec("stuck", ignores_cancellation_for(50.0), shutdown_timeout=3.0)
-        )
+        await supervisor.start_child(ChildSpec("stuck", ignores_cancellation_for(50.0), shutdown_timeout=3.0))
         await supervisor.start_child(ChildSpec("last", serve_forever))
     recorded = [(event.kind, event.name, event.time) for event in await drained(events)]
     assert recorded[3:] == [
@@ -318,9 +314,7 @@ async def test_concurrent_stops_of_a_stuck_child_report_the_abandonment_once(
 ) -> None:
     async with Supervisor.open() as supervisor:
         events = supervisor.subscribe()
-        await supervisor.start_child(
-            ChildSpec("stuck", ignores_cancellation_for(10.0), shutdown_timeout=2.0)
-        )
+        await supervisor.start_child(ChildSpec("stuck", ignores_cancellation_for(10.0), shutdown_timeout=2.0))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supervisor.stop_child, "stuck")
             await trio.sleep(1)

@@ -296,18 +296,17 @@ async def test_an_overlapping_restart_takes_over_the_pending_one_and_honours_bot
         return run
 
     seen: list[ChildEvent] = []
-    async with Supervisor.open(
-        strategy=Strategy.REST_FOR_ONE, intensity=GENEROUS, on_event=seen.append
-    ) as supervisor:
+    async with Supervisor.open(strategy=Strategy.REST_FOR_ONE, intensity=GENEROUS, on_event=seen.append) as supervisor:
         quick = Backoff(initial=1.0, jitter=0.0)
         slow = Backoff(initial=3.0, jitter=0.0)
         await supervisor.start_child(ChildSpec("a", crashes_at(2.0), backoff=quick))
         await supervisor.start_child(ChildSpec("b", serve_forever))
         await supervisor.start_child(ChildSpec("c", crashes_at(1.0), backoff=slow))
         await trio.sleep(10)
-    assert [(kind, name, incarnation, time, event.delay) for (kind, name, incarnation, time), event in zip(
-        timeline(seen)[3:11], seen[3:11], strict=True
-    )] == [
+    assert [
+        (kind, name, incarnation, time, event.delay)
+        for (kind, name, incarnation, time), event in zip(timeline(seen)[3:11], seen[3:11], strict=True)
+    ] == [
         (EXITED, "c", 1, 1.0, None),
         (RESTARTING, "c", 1, 1.0, 3.0),  # c alone: nothing was started after it
         (EXITED, "a", 1, 2.0, None),
@@ -472,12 +471,11 @@ def test_no_incarnation_starts_after_stop_child_returns_whatever_the_strategy(
 
 
 @pytest.mark.parametrize("strategy", list(Strategy))
-async def test_strategy_is_chosen_per_supervisor(
-    autojump_clock: trio.testing.MockClock, strategy: Strategy
-) -> None:
-    async with Supervisor.open(strategy=strategy, intensity=GENEROUS, backoff=NO_DELAY) as first, Supervisor.open(
-        intensity=GENEROUS, backoff=NO_DELAY
-    ) as second:
+async def test_strategy_is_chosen_per_supervisor(autojump_clock: trio.testing.MockClock, strategy: Strategy) -> None:
+    async with (
+        Supervisor.open(strategy=strategy, intensity=GENEROUS, backoff=NO_DELAY) as first,
+        Supervisor.open(intensity=GENEROUS, backoff=NO_DELAY) as second,
+    ):
         for supervisor in (first, second):
             await supervisor.start_child(ChildSpec("steady", serve_forever))
             await supervisor.start_child(ChildSpec("crasher", member(crashes_after=0.75)))

@@ -141,9 +141,7 @@ async def test_a_cancelled_call_sends_no_answer() -> None:
     async with raw_server(fault_server_entry()) as client:
         await client.initialize()
         cancelled = await client.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0.2}})
-        await client.send(
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": cancelled}}
-        )
+        await client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": cancelled}})
         # Had the cancelled 0.2 s sleep answered, it would arrive before this 0.6 s one.
         later = await client.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0.6}})
         with trio.fail_after(10):

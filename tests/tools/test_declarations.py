@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from random import Random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from wave_actors import ServerState, ServerStatus, SessionSnapshot, Source, ToolDeclaration, ToolInfo
 from wave_actors._tools import full_declarations, normalize

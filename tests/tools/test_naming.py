@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from random import Random
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from wave_actors._tools import assign_names, normalize
 from wave_actors._tools.naming import MAX_NAME_LENGTH

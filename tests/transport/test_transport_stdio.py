@@ -86,8 +86,13 @@ async def test_child_environment_is_parent_overlaid_with_entry_env(tmp_path: Pat
         "sys.stderr.flush()\n"
     )
     config = ServerConfig(
-        name="env", source=Source.CONSTRUCTOR, origin="constructor", type="stdio",
-        command=sys.executable, args=(str(script),), env={"X": "$HOME;rm -rf /"},
+        name="env",
+        source=Source.CONSTRUCTOR,
+        origin="constructor",
+        type="stdio",
+        command=sys.executable,
+        args=(str(script),),
+        env={"X": "$HOME;rm -rf /"},
     )
     with pytest.raises(DialError) as caught, trio.fail_after(10):
         async with open_connection(config, options=FAST):
@@ -199,7 +204,7 @@ async def test_call_timeout_cancels_on_server_and_is_not_replayed(tmp_path: Path
     log = tmp_path / "calls.jsonl"
     config = config_for(fault_server_entry(call_log=log))
     async with open_connection(config, options=FAST) as connection:
-        with pytest.raises(ToolTimeout, match="'fault'.*sleep"):
+        with pytest.raises(ToolTimeout, match=r"'fault'.*sleep"):
             await connection.call_tool("sleep", {"seconds": 10}, timeout=0.3)
         # The connection is still usable, and the timed-out call was received once.
         result = await connection.call_tool("echo", {"text": "still here"}, timeout=5)

@@ -425,9 +425,7 @@ def _reload(state: ActorState, enabled: bool) -> tuple[ActorState, tuple[Effect,
         )
     # Not running: a changed entry is a new server, eligible for the next lazy dial.
     return (
-        attrs.evolve(
-            state, state=ServerState.DISCONNECTED, dialed=False, error=None, tools=(), instructions=None
-        ),
+        attrs.evolve(state, state=ServerState.DISCONNECTED, dialed=False, error=None, tools=(), instructions=None),
         _NO_EFFECTS,
     )
 

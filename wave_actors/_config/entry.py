@@ -355,13 +355,16 @@ def _quoted(text: str) -> str:
 
 def _transport_type(raw: RawEntry, report: _Report) -> str:
     written = raw.type if raw.transport is None else raw.transport
-    if raw.type is not None and raw.transport is not None:
-        if _TYPE_ALIASES.get(raw.type, raw.type) != _TYPE_ALIASES.get(raw.transport, raw.transport):
-            raise report.reject(
-                f'"type" is {_quoted(raw.type)} but "transport" is {_quoted(raw.transport)}: '
-                "they are the same setting, keep one",
-                "transport",
-            )
+    if (
+        raw.type is not None
+        and raw.transport is not None
+        and _TYPE_ALIASES.get(raw.type, raw.type) != _TYPE_ALIASES.get(raw.transport, raw.transport)
+    ):
+        raise report.reject(
+            f'"type" is {_quoted(raw.type)} but "transport" is {_quoted(raw.transport)}: '
+            "they are the same setting, keep one",
+            "transport",
+        )
     if written is not None:
         return _TYPE_ALIASES.get(written, written)
     if raw.command is not None and raw.url is not None:

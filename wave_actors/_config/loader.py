@@ -172,9 +172,7 @@ def load_config(
         diagnostics.extend(problems)
         if config is not None:
             servers[name] = config
-    logger.debug(
-        "loaded %d MCP server(s) for %s with %d diagnostic(s)", len(servers), resolved, len(diagnostics)
-    )
+    logger.debug("loaded %d MCP server(s) for %s with %d diagnostic(s)", len(servers), resolved, len(diagnostics))
     return LoadedConfig(str(resolved), MappingProxyType(servers), tuple(diagnostics))
 
 

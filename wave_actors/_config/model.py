@@ -126,9 +126,7 @@ class ServerConfig:
     headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping, repr=_masked_mapping)
     enabled: bool = True
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
-    tool_overrides: Mapping[str, ToolOverride] = attrs.field(
-        factory=dict[str, ToolOverride], converter=freeze_mapping
-    )
+    tool_overrides: Mapping[str, ToolOverride] = attrs.field(factory=dict[str, ToolOverride], converter=freeze_mapping)
     fingerprint: str = ""
     constructor_overrides: tuple[str, ...] = ()
 

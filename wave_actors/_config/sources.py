@@ -269,9 +269,7 @@ def parse_json_document(data: bytes) -> object:
     try:
         return json.loads(text, parse_int=_parse_integer, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise UnreadableFile(
-            f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
-        ) from error
+        raise UnreadableFile(f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})") from error
     except _Refused as error:
         raise UnreadableFile(f"not usable JSON ({error})") from error
     except (RecursionError, ValueError) as error:  # the checks above should have caught these first

@@ -238,7 +238,9 @@ async def reclaim(
             if bound.cancelled_caught:
                 logger.warning(
                     "reclaiming pid %d ran past %.1f s; sending SIGKILL to the %d member(s) found",
-                    process.pid, graces.total, len(known),
+                    process.pid,
+                    graces.total,
+                    len(known),
                 )
         finally:
             # Whatever happened above, nothing found is left unsignalled.

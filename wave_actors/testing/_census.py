@@ -165,4 +165,3 @@ def describe(process: psutil.Process) -> str:
     if len(command) > _DESCRIPTION_LIMIT:
         command = command[: _DESCRIPTION_LIMIT - 3] + "..."
     return f"pid {process.pid}: {command}" if command else f"pid {process.pid}"
-

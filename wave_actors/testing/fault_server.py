@@ -118,9 +118,7 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--exit-on-start", type=int, default=None, metavar="CODE")
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--grandchild", action="store_true", help="spawn a long-lived child in our group")
-    parser.add_argument(
-        "--setsid-grandchild", action="store_true", help="spawn a long-lived child in a new session"
-    )
+    parser.add_argument("--setsid-grandchild", action="store_true", help="spawn a long-lived child in a new session")
     parser.add_argument("--grandchild-inherit-stdio", action="store_true")
     parser.add_argument("--garbage-stdout", action="store_true")
     parser.add_argument("--stderr-flood", type=int, default=0, metavar="BYTES")
@@ -301,9 +299,7 @@ class FaultServer:
         cancelled = threading.Event()
         with self.in_flight_lock:
             self.in_flight[self._key(request_id)] = cancelled
-        threading.Thread(
-            target=self.handle_request, args=(request_id, method, params, cancelled), daemon=True
-        ).start()
+        threading.Thread(target=self.handle_request, args=(request_id, method, params, cancelled), daemon=True).start()
 
     @staticmethod
     def _key(request_id: object) -> str:
