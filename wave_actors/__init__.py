@@ -30,6 +30,16 @@ from wave_actors._errors import (
     WaveActorsError as WaveActorsError,
 )
 from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
+from wave_actors._instructions import (
+    DEFAULT_WORDING as DEFAULT_WORDING,
+    INSTRUCTIONS_LIMIT as INSTRUCTIONS_LIMIT,
+    MARKER_KEY as MARKER_KEY,
+    InstructionKind as InstructionKind,
+    InstructionMessage as InstructionMessage,
+    InstructionWording as InstructionWording,
+    instruction_updates as instruction_updates,
+    server_available as server_available,
+)
 from wave_actors._options import SessionOptions as SessionOptions
 from wave_actors._parameters import ServerEntries as ServerEntries
 from wave_actors._reconfigure import ReconfigureResult as ReconfigureResult
