@@ -42,6 +42,7 @@ from wave_actors._errors import (
     UnknownTool,
     WaveActorsError,
 )
+from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
@@ -285,6 +286,26 @@ class Session(metaclass=NoPublicConstructor):
         if mode is not LoadMode.FULL:
             raise NotImplementedError(f"load mode {mode.value!r} is not available yet; use LoadMode.FULL")
         return full_declarations(self.snapshot().servers, self._parameters.options.dropped_schema_keywords)
+
+    def instruction_updates(
+        self,
+        history: Iterable[object],
+        *,
+        denied: Callable[[str], bool] | Iterable[str] = (),
+        wording: InstructionWording = DEFAULT_WORDING,
+    ) -> list[InstructionMessage]:
+        """The server-instruction messages to append before the next model call, for the current snapshot (R-INS-2).
+
+        :func:`wave_actors.instruction_updates` over :meth:`snapshot`: the
+        markers in ``history`` are the only memory of what was announced
+        (R-INS-3); the system prompt is never involved (R-INS-5).
+
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read.
+        :param denied: the host's permission rules on model-visible tool names,
+            a predicate or :mod:`fnmatch` patterns (R-INS-4).
+        :param wording: the message templates.
+        """
+        return instruction_updates(history, self.snapshot(), denied=denied, wording=wording)
 
     def resolve_tool(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a model-visible name maps to (R-TOOL-1).
