@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from supervisor_support import NO_DELAY, Boom, drained
+from supervisor_support import NO_DELAY, Boom, crashes_after, drained
 
 from supervisors import (
     Backoff,
@@ -21,19 +21,13 @@ from supervisors import (
 )
 
 
-async def crashes_after_one_second(context: ChildContext) -> None:
-    context.started()
-    await trio.sleep(1)
-    raise Boom(f"incarnation {context.incarnation}")
-
-
 async def test_a_crash_and_restart_read_as_started_exited_restarting_started(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     backoff = Backoff(initial=0.25, jitter=0.0)
     async with Supervisor.open(backoff=backoff) as supervisor:
         events = supervisor.subscribe()
-        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
         await trio.sleep(1.5)
     recorded = await drained(events)
     assert [(event.kind, event.incarnation, event.time) for event in recorded] == [
@@ -58,7 +52,7 @@ async def test_a_slow_reader_never_blocks_the_supervisor_and_counts_what_it_lost
     async with Supervisor.open(intensity=intensity, backoff=NO_DELAY) as supervisor:
         never_read = supervisor.subscribe(max_buffer=4)
         everything = supervisor.subscribe(max_buffer=10_000)
-        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
         await trio.sleep(50.5)
         # Nobody read `never_read`, yet the child went through 51 incarnations on time.
         assert supervisor.status("child").incarnation == 51
@@ -102,7 +96,7 @@ async def test_iteration_ends_once_the_supervisor_closed_and_the_buffer_is_drain
     with trio.fail_after(10):  # the reader must end on its own for the nursery to exit
         async with trio.open_nursery() as nursery, Supervisor.open() as supervisor:
             nursery.start_soon(reader, supervisor.subscribe())
-            await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+            await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
     assert trio.current_time() == 0
     assert received == [EventKind.STARTED, EventKind.STOPPED]
 
@@ -112,7 +106,7 @@ async def test_a_closed_subscription_receives_nothing_more(
 ) -> None:
     async with Supervisor.open() as supervisor:
         with supervisor.subscribe() as events:
-            await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+            await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
         await trio.sleep(3)
         assert await drained(events) == []
         assert events.dropped == 0
@@ -176,7 +170,7 @@ async def test_an_on_event_hook_that_raises_is_logged_and_ignored(
 
     async with Supervisor.open(backoff=NO_DELAY, on_event=breaks) as supervisor:
         events = supervisor.subscribe()
-        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
         await trio.sleep(1.5)
         assert supervisor.status("child").incarnation == 2  # the supervisor went on
     assert [event.kind for event in await drained(events)] == [  # subscribers still see everything
@@ -195,9 +189,9 @@ async def test_a_subscription_sees_only_events_published_after_it_was_made(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with Supervisor.open() as supervisor:
-        await supervisor.start_child(ChildSpec("before", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("before", crashes_after(1.0)))
         events = supervisor.subscribe()
-        await supervisor.start_child(ChildSpec("after", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("after", crashes_after(1.0)))
         await supervisor.stop_child("before")
         await supervisor.stop_child("after")
     assert [(event.kind, event.name) for event in await drained(events)] == [
@@ -212,6 +206,6 @@ async def test_waiting_for_the_next_event_is_always_a_checkpoint(
 ) -> None:
     async with Supervisor.open() as supervisor:
         events = supervisor.subscribe()
-        await supervisor.start_child(ChildSpec("child", crashes_after_one_second))
+        await supervisor.start_child(ChildSpec("child", crashes_after(1.0)))
         with trio.testing.assert_checkpoints():
             await events.__anext__()  # buffered already: still a checkpoint

@@ -8,7 +8,15 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from supervisor_support import GENEROUS, NO_DELAY, Run, crashes_after, serve_forever, timeline
+from supervisor_support import (
+    GENEROUS,
+    NO_DELAY,
+    block_ended_by,
+    crashes_after,
+    ignores_cancellation_for,
+    serve_forever,
+    timeline,
+)
 
 from supervisors import (
     ChildContext,
@@ -24,53 +32,30 @@ STARTED, EXITED, STOPPED = EventKind.STARTED, EventKind.EXITED, EventKind.STOPPE
 INTERRUPTS = [KeyboardInterrupt, SystemExit]
 
 
-def slow_to_stop(seconds: float) -> Run:
-    async def run(context: ChildContext) -> None:
-        context.started()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(seconds)
-
-    return run
-
-
-def interrupts_after(seconds: float, interrupt: type[BaseException]) -> Run:
-    async def run(context: ChildContext) -> None:
-        context.started()
-        await trio.sleep(seconds)
-        raise interrupt()
-
-    return run
-
-
 @pytest.mark.parametrize("interrupt", INTERRUPTS)
 async def test_an_interrupt_from_a_running_child_stops_every_sibling_in_order_and_leaves_the_block_as_is(
     autojump_clock: trio.testing.MockClock, interrupt: type[BaseException]
 ) -> None:
     seen: list[ChildEvent] = []
-    body_cancelled = False
-    with pytest.raises(interrupt) as raised:  # the exception itself, not a group around it
-        async with Supervisor.open(intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append) as supervisor:
-            await supervisor.start_child(ChildSpec("first", slow_to_stop(1.0)))
-            await supervisor.start_child(ChildSpec("interrupted", interrupts_after(1.0, interrupt)))
-            await supervisor.start_child(ChildSpec("last", slow_to_stop(1.0)))
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                body_cancelled = True
-                raise
-    assert type(raised.value) is interrupt
-    assert body_cancelled
+    ending = await block_ended_by(
+        interrupt,
+        Supervisor.open(intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append),
+        [
+            ChildSpec("first", ignores_cancellation_for(1.0)),
+            ChildSpec("interrupted", crashes_after(1.0, interrupt)),
+            ChildSpec("last", ignores_cancellation_for(1.0)),
+        ],
+    )
+    assert type(ending.error) is interrupt  # the exception itself, not a group around it
+    assert ending.body_cancelled
     assert timeline(seen)[3:] == [
         (EXITED, "interrupted", 1, 1.0),  # not restarted, though permanent
         (STOPPED, "last", 1, 2.0),  # the others: one by one, in reverse start order
         (STOPPED, "first", 1, 3.0),
     ]
-    assert seen[3].error is raised.value
-    status = supervisor.status("interrupted")
-    assert (status.state, status.error) == (ChildState.EXITED, raised.value)
+    assert seen[3].error is ending.error
+    status = ending.supervisor.status("interrupted")
+    assert (status.state, status.error) == (ChildState.EXITED, ending.error)
 
 
 @pytest.mark.parametrize("interrupt", INTERRUPTS)
@@ -78,14 +63,15 @@ async def test_an_interrupt_wins_over_a_pending_restart_and_a_strategy(
     autojump_clock: trio.testing.MockClock, interrupt: type[BaseException]
 ) -> None:
     seen: list[ChildEvent] = []
-    with pytest.raises(interrupt):
-        async with Supervisor.open(
-            strategy=Strategy.ONE_FOR_ALL, intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append
-        ) as supervisor:
-            await supervisor.start_child(ChildSpec("steady", serve_forever))
-            await supervisor.start_child(ChildSpec("interrupted", interrupts_after(1.0, interrupt)))
-            await supervisor.start_child(ChildSpec("crasher", crashes_after(1.0)))
-            await trio.sleep_forever()
+    await block_ended_by(
+        interrupt,
+        Supervisor.open(strategy=Strategy.ONE_FOR_ALL, intensity=GENEROUS, backoff=NO_DELAY, on_event=seen.append),
+        [
+            ChildSpec("steady", serve_forever),
+            ChildSpec("interrupted", crashes_after(1.0, interrupt)),
+            ChildSpec("crasher", crashes_after(1.0)),
+        ],
+    )
     # Whatever the order of the two exits at 1, nothing starts again after them.
     assert [event for event in seen if event.kind is STARTED and event.time > 0] == []
 

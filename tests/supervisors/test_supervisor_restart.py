@@ -12,7 +12,16 @@ from random import Random
 import pytest
 import trio
 import trio.testing
-from supervisor_support import NO_DELAY, Boom, Run, crashes_after, drained, serve_forever, wait_for
+from supervisor_support import (
+    NO_DELAY,
+    Boom,
+    Run,
+    crashes_after,
+    drained,
+    ignores_cancellation_for,
+    serve_forever,
+    wait_for,
+)
 
 from supervisors import (
     Backoff,
@@ -486,16 +495,8 @@ async def test_restart_child_raises_a_failed_start_without_retrying_it(
 async def test_restart_child_refuses_a_child_its_stop_abandoned(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async def stuck(context: ChildContext) -> None:
-        context.started()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(10)
-
     async with Supervisor.open() as supervisor:
-        await supervisor.start_child(ChildSpec("child", stuck, shutdown_timeout=1.0))
+        await supervisor.start_child(ChildSpec("child", ignores_cancellation_for(10.0), shutdown_timeout=1.0))
         with pytest.raises(SupervisorError, match="still abandoned"):
             await supervisor.restart_child("child")
         assert trio.current_time() == 1

@@ -5,10 +5,17 @@ On trio's MockClock with autojump: times are virtual and exact.
 
 from __future__ import annotations
 
-import pytest
 import trio
 import trio.testing
-from supervisor_support import GENEROUS, NO_DELAY, Boom, Run, crashes_after, serve_forever
+from supervisor_support import (
+    GENEROUS,
+    NO_DELAY,
+    Boom,
+    block_ended_by,
+    crashes_after,
+    ignores_cancellation_for,
+    serve_forever,
+)
 
 from supervisors import (
     ChildContext,
@@ -23,18 +30,6 @@ from supervisors import (
 )
 
 
-def slow_to_stop(seconds: float) -> Run:
-    async def run(context: ChildContext) -> None:
-        context.started()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(seconds)
-
-    return run
-
-
 async def test_restarts_of_all_children_together_spend_the_supervisor_intensity_then_it_stops_and_raises(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -42,27 +37,26 @@ async def test_restarts_of_all_children_together_spend_the_supervisor_intensity_
     # budget of 3 per 10 s; b's crash at 2.5 would be the fourth. Each child
     # alone is far inside its own (generous) intensity.
     seen: list[ChildEvent] = []
-    body_cancelled = False
-    with pytest.raises(RestartIntensityExceeded) as raised:
-        async with Supervisor.open(
+    ending = await block_ended_by(
+        RestartIntensityExceeded,
+        Supervisor.open(
             intensity=GENEROUS,
             supervisor_intensity=RestartIntensity(max_restarts=3, period=10.0),
             backoff=NO_DELAY,
             on_event=seen.append,
-        ) as supervisor:
-            await supervisor.start_child(ChildSpec("first", slow_to_stop(1.0)))
-            await supervisor.start_child(ChildSpec("a", crashes_after(1.0)))
-            await supervisor.start_child(ChildSpec("b", crashes_after(1.25)))
-            await supervisor.start_child(ChildSpec("last", slow_to_stop(1.0)))
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                body_cancelled = True
-                raise
-    assert body_cancelled
-    assert isinstance(raised.value.__cause__, Boom)
-    assert str(raised.value.__cause__) == "incarnation 2"
-    message = str(raised.value)
+        ),
+        [
+            ChildSpec("first", ignores_cancellation_for(1.0)),
+            ChildSpec("a", crashes_after(1.0)),
+            ChildSpec("b", crashes_after(1.25)),
+            ChildSpec("last", ignores_cancellation_for(1.0)),
+        ],
+    )
+    supervisor = ending.supervisor
+    assert ending.body_cancelled
+    assert isinstance(ending.error.__cause__, Boom)
+    assert str(ending.error.__cause__) == "incarnation 2"
+    message = str(ending.error)
     assert "3 restarts in 10 s" in message and "'b'" in message
     assert [(event.kind, event.name, event.time) for event in seen if event.kind is not EventKind.STARTED][-4:] == [
         (EventKind.GAVE_UP, "b", 2.5),
@@ -101,18 +95,17 @@ async def test_a_strategy_restart_counts_once_against_the_supervisor_intensity(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     seen: list[ChildEvent] = []
-    with pytest.raises(RestartIntensityExceeded):
-        async with Supervisor.open(
+    await block_ended_by(
+        RestartIntensityExceeded,
+        Supervisor.open(
             strategy=Strategy.ONE_FOR_ALL,
             intensity=GENEROUS,
             supervisor_intensity=RestartIntensity(max_restarts=1, period=100.0),
             backoff=NO_DELAY,
             on_event=seen.append,
-        ) as supervisor:
-            await supervisor.start_child(ChildSpec("a", serve_forever))
-            await supervisor.start_child(ChildSpec("b", serve_forever))
-            await supervisor.start_child(ChildSpec("crasher", crashes_after(1.0)))
-            await trio.sleep_forever()
+        ),
+        [ChildSpec("a", serve_forever), ChildSpec("b", serve_forever), ChildSpec("crasher", crashes_after(1.0))],
+    )
     # One restart of all three at 1 fits a budget of one; the crash at 2 does not.
     assert [(event.name, event.incarnation) for event in seen if event.kind is EventKind.STARTED][3:] == [
         ("a", 2),

@@ -16,6 +16,8 @@ from supervisor_support import (
     NO_DELAY,
     Boom,
     Run,
+    crashes_after,
+    crashes_once_after,
     ignores_cancellation_for,
     serve_forever,
     timeline,
@@ -76,6 +78,19 @@ async def three_members(strategy: Strategy, seen: list[ChildEvent], leave_at: fl
         await supervisor.start_child(ChildSpec("c", member()))
         await trio.sleep(leave_at - trio.current_time())
     return supervisor
+
+
+async def steady_and_crasher(seen: list[ChildEvent], backoff: float, leave_at: float) -> None:
+    """Under one_for_all: a serves, b (up at 0.25) crashes at 1; restarts wait ``backoff``; left at ``leave_at``."""
+    async with Supervisor.open(
+        strategy=Strategy.ONE_FOR_ALL,
+        intensity=GENEROUS,
+        backoff=Backoff(initial=backoff, jitter=0.0),
+        on_event=seen.append,
+    ) as supervisor:
+        await supervisor.start_child(ChildSpec("a", serve_forever))
+        await supervisor.start_child(ChildSpec("b", member(crashes_after=0.75)))
+        await trio.sleep(leave_at - trio.current_time())
 
 
 async def test_one_for_one_restarts_only_the_child_that_exited(
@@ -172,15 +187,7 @@ async def test_a_strategy_restart_waits_out_the_backoff_of_the_child_that_exited
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     seen: list[ChildEvent] = []
-    async with Supervisor.open(
-        strategy=Strategy.ONE_FOR_ALL,
-        intensity=GENEROUS,
-        backoff=Backoff(initial=4.0, jitter=0.0),
-        on_event=seen.append,
-    ) as supervisor:
-        await supervisor.start_child(ChildSpec("a", serve_forever))
-        await supervisor.start_child(ChildSpec("b", member(crashes_after=0.75)))  # up at 0.25
-        await trio.sleep(10)
+    await steady_and_crasher(seen, backoff=4.0, leave_at=10.25)
     assert timeline(seen)[2:8] == [
         (EXITED, "b", 1, 1.0),
         (RESTARTING, "b", 1, 1.0),
@@ -285,23 +292,13 @@ async def test_a_restart_that_fails_during_a_strategy_restart_starts_another_one
 async def test_an_overlapping_restart_takes_over_the_pending_one_and_honours_both_delays(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    def crashes_at(moment: float) -> Run:
-        async def run(context: ChildContext) -> None:
-            context.started()
-            if context.incarnation == 1:
-                await trio.sleep(moment)
-                raise Boom(f"{context.name} crashed")
-            await trio.sleep_forever()
-
-        return run
-
     seen: list[ChildEvent] = []
     async with Supervisor.open(strategy=Strategy.REST_FOR_ONE, intensity=GENEROUS, on_event=seen.append) as supervisor:
         quick = Backoff(initial=1.0, jitter=0.0)
         slow = Backoff(initial=3.0, jitter=0.0)
-        await supervisor.start_child(ChildSpec("a", crashes_at(2.0), backoff=quick))
+        await supervisor.start_child(ChildSpec("a", crashes_once_after(2.0), backoff=quick))
         await supervisor.start_child(ChildSpec("b", serve_forever))
-        await supervisor.start_child(ChildSpec("c", crashes_at(1.0), backoff=slow))
+        await supervisor.start_child(ChildSpec("c", crashes_once_after(1.0), backoff=slow))
         await trio.sleep(10)
     assert [
         (kind, name, incarnation, time, event.delay)
@@ -341,15 +338,7 @@ async def test_shutdown_during_a_strategy_restart_starts_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     seen: list[ChildEvent] = []
-    async with Supervisor.open(
-        strategy=Strategy.ONE_FOR_ALL,
-        intensity=GENEROUS,
-        backoff=Backoff(initial=5.0, jitter=0.0),
-        on_event=seen.append,
-    ) as supervisor:
-        await supervisor.start_child(ChildSpec("a", serve_forever))
-        await supervisor.start_child(ChildSpec("b", member(crashes_after=0.75)))
-        await trio.sleep(1.75)
+    await steady_and_crasher(seen, backoff=5.0, leave_at=2.0)
     assert timeline(seen)[2:] == [
         (EXITED, "b", 1, 1.0),
         (RESTARTING, "b", 1, 1.0),
@@ -408,19 +397,11 @@ async def test_a_child_that_gives_up_under_one_for_all_leaves_its_siblings_runni
 
 
 async def _stop_racing_a_strategy(strategy: Strategy, crash_at: float, stop_at: float, delay: float) -> None:
-    def crashes_at(moment: float) -> Run:
-        async def run(context: ChildContext) -> None:
-            context.started()
-            await trio.sleep(moment)
-            raise Boom("crashed")
-
-        return run
-
     seen: list[ChildEvent] = []
     backoff = Backoff(initial=delay, multiplier=1.0, jitter=0.0)
     async with Supervisor.open(strategy=strategy, intensity=GENEROUS, backoff=backoff, on_event=seen.append) as sup:
-        await sup.start_child(ChildSpec("a", crashes_at(crash_at + 0.5)))
-        await sup.start_child(ChildSpec("b", crashes_at(crash_at)))
+        await sup.start_child(ChildSpec("a", crashes_after(crash_at + 0.5)))
+        await sup.start_child(ChildSpec("b", crashes_after(crash_at)))
         await sup.start_child(ChildSpec("c", serve_forever))
         await trio.sleep(stop_at)
         stopped = await sup.stop_child("b")
@@ -513,21 +494,11 @@ async def test_a_child_waiting_for_its_restart_is_told_when_an_overlapping_one_p
 ) -> None:
     # rest_for_one: c restarts alone at 2; at 1.5, a (started first) crashes with
     # a 3 s backoff, which takes b and c along and postpones c to 4.5.
-    def crashes_at(moment: float) -> Run:
-        async def run(context: ChildContext) -> None:
-            context.started()
-            if context.incarnation == 1:
-                await trio.sleep(moment)
-                raise Boom(f"{context.name} crashed")
-            await trio.sleep_forever()
-
-        return run
-
     seen: list[ChildEvent] = []
     async with Supervisor.open(strategy=Strategy.REST_FOR_ONE, intensity=GENEROUS, on_event=seen.append) as supervisor:
-        await supervisor.start_child(ChildSpec("a", crashes_at(1.5), backoff=Backoff(initial=3.0, jitter=0.0)))
+        await supervisor.start_child(ChildSpec("a", crashes_once_after(1.5), backoff=Backoff(initial=3.0, jitter=0.0)))
         await supervisor.start_child(ChildSpec("b", serve_forever))
-        await supervisor.start_child(ChildSpec("c", crashes_at(1.0), backoff=Backoff(initial=1.0, jitter=0.0)))
+        await supervisor.start_child(ChildSpec("c", crashes_once_after(1.0), backoff=Backoff(initial=1.0, jitter=0.0)))
         await trio.sleep(10)
     restarting = [(event.name, event.time, event.delay) for event in seen if event.kind is RESTARTING]
     assert restarting == [
