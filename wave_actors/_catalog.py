@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from wave_actors._actor.machine import ActorState
-from wave_actors._config import ServerConfig
+from wave_actors._actor.machine import ActorState, ServerTool
+from wave_actors._config import ServerConfig, ToolOverride
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._tools import assign_names
 
@@ -43,19 +43,7 @@ def _status(config: ServerConfig, state: ActorState, names: dict[tuple[str, str]
         state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
     overrides = config.tool_overrides
     tools = tuple(
-        ToolInfo(
-            name=names[(config.name, tool.name)],
-            server=config.name,
-            tool=tool.name,
-            description=tool.description,
-            input_schema=tool.input_schema,
-            read_only=(
-                override.read_only
-                if (override := overrides.get(tool.name)) is not None and override.read_only is not None
-                else tool.read_only_hint
-            ),
-        )
-        for tool in state.tools
+        _tool(names[(config.name, tool.name)], config.name, tool, overrides.get(tool.name)) for tool in state.tools
     )
     return ServerStatus(
         name=config.name,
@@ -68,8 +56,30 @@ def _status(config: ServerConfig, state: ActorState, names: dict[tuple[str, str]
         last_connected=state.last_connected,
         generation=state.generation,
         instructions=state.instructions,
+        description=config.description or None,
         enabled=config.enabled,
         manually_disconnected=state.manually_disconnected,
+    )
+
+
+_NO_OVERRIDE = ToolOverride()
+
+
+def _tool(name: str, server: str, tool: ServerTool, override: ToolOverride | None) -> ToolInfo:
+    """The tool with its hint kept three-valued and its ``tool_overrides`` applied (R-TOOL-7, R-TOOL-8)."""
+    override = override or _NO_OVERRIDE
+    return ToolInfo(
+        name=name,
+        server=server,
+        tool=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        read_only=override.read_only if override.read_only is not None else tool.read_only_hint is True,
+        read_only_hint=tool.read_only_hint,
+        read_only_override=override.read_only,
+        concurrency_safe=override.concurrency_safe,
+        capability=override.capability,
+        guidance=override.guidance,
     )
 
 

@@ -51,8 +51,17 @@ class ToolInfo:
     :param description: the server's description of it.
     :param input_schema: its input schema as the server sent it; declarations
         carry the sanitized form (R-TOOL-2).
-    :param read_only: the tool's ``readOnlyHint``, or the entry's
-        ``tool_overrides`` when set (R-TOOL-7, R-TOOL-8).
+    :param read_only: whether the tool only reads: the entry's ``tool_overrides``
+        when it says, else ``readOnlyHint`` is true. ``False`` covers both
+        "writable" and "not annotated": unknown counts as writable (R-TOOL-7, R-TOOL-8).
+    :param read_only_hint: ``annotations.readOnlyHint`` as the server sent it:
+        ``True``, ``False``, or ``None`` when the tool is not annotated (R-TOOL-7).
+    :param read_only_override: what the entry's ``tool_overrides`` says of it,
+        ``None`` when nothing (R-TOOL-8).
+    :param concurrency_safe: from ``tool_overrides``: it may run alongside
+        other calls; ``None`` when not said.
+    :param capability: from ``tool_overrides``: the host's label for what it can do.
+    :param guidance: from ``tool_overrides``: a usage contract shown with the tool.
     """
 
     name: str
@@ -61,6 +70,16 @@ class ToolInfo:
     description: str = ""
     input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
     read_only: bool = False
+    read_only_hint: bool | None = None
+    read_only_override: bool | None = None
+    concurrency_safe: bool | None = None
+    capability: str | None = None
+    guidance: str | None = None
+
+    @property
+    def read_only_known(self) -> bool:
+        """Whether the tool's read-only-ness was declared, by the server's hint or by an override (R-WS-3)."""
+        return self.read_only or self.read_only_hint is not None or self.read_only_override is not None
 
 
 @attrs.frozen
@@ -80,6 +99,8 @@ class ServerStatus:
         successful connect, or ``None``.
     :param generation: the current transport generation (R-RACE-1).
     :param instructions: the server's ``instructions`` from ``initialize`` (R-INS-1).
+    :param description: what the server is for: its entry's ``description``;
+        the working set shows it as the server's purpose (R-WS-3).
     :param enabled: ``False`` for entries that are never dialed (R-CFG-6).
     :param manually_disconnected: a manual disconnect holds until an explicit connect (R-DIAL-6).
     """
@@ -95,6 +116,7 @@ class ServerStatus:
     last_connected: float | None = None
     generation: int = 0
     instructions: str | None = None
+    description: str | None = None
     enabled: bool = True
     manually_disconnected: bool = False
 

@@ -75,13 +75,14 @@ class ServerTool:
     :param name: the server's raw tool name.
     :param description: its description.
     :param input_schema: its input schema as sent (sanitized later, per declaration).
-    :param read_only_hint: ``annotations.readOnlyHint`` (R-TOOL-7).
+    :param read_only_hint: ``annotations.readOnlyHint``: ``True``, ``False``, or
+        ``None`` when the server did not say (R-TOOL-7).
     """
 
     name: str
     description: str = ""
     input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
-    read_only_hint: bool = False
+    read_only_hint: bool | None = None
 
 
 @attrs.frozen

@@ -45,7 +45,7 @@ def _server_tool(tool: mcp_types.Tool) -> ServerTool:
         name=tool.name,
         description=tool.description or "",
         input_schema=tool.input_schema,
-        read_only_hint=bool(annotations is not None and annotations.read_only_hint),
+        read_only_hint=None if annotations is None else annotations.read_only_hint,
     )
 
 

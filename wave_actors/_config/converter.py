@@ -75,6 +75,7 @@ class RawEntry:
     url: SecretStr | None = None
     headers: dict[str, SecretStr] | None = None
     enabled: bool = True
+    description: str | None = None
     tool_timeout_ms: ToolTimeoutMs = ToolTimeoutMs(DEFAULT_TOOL_TIMEOUT_MS)
     tool_overrides: dict[str, ToolOverride] | None = None
 

@@ -317,6 +317,7 @@ def _parse(
         url=raw.url,
         headers=raw.headers or {},
         enabled=raw.enabled,
+        description=raw.description,
         tool_timeout_ms=raw.tool_timeout_ms,
         tool_overrides=raw.tool_overrides or {},
     )

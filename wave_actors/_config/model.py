@@ -70,11 +70,23 @@ class TransportType(str, enum.Enum):
 class ToolOverride:
     """Per-tool settings from an entry's ``tool_overrides`` (R-TOOL-8).
 
-    :param read_only: overrides the server's ``readOnlyHint`` for that tool
-        when not ``None``.
+    Set them only when the operation's meaning is known for sure: marking a
+    write as a safe read can skip the approval that protects it (R-APR-1).
+    Each is ``None`` when the entry does not say.
+
+    :param read_only: overrides the server's ``readOnlyHint`` for that tool.
+    :param concurrency_safe: the tool may run alongside other calls; reported
+        to hosts that schedule calls in parallel.
+    :param capability: a label for what the tool can do (e.g. ``"files.read"``),
+        for the host's own grouping and display; wave-actors does not read it.
+    :param guidance: a usage contract shown with the tool (in the working set
+        and by ``mcp_describe``, R-WS-3, R-WS-4).
     """
 
     read_only: bool | None = None
+    concurrency_safe: bool | None = None
+    capability: str | None = None
+    guidance: str | None = None
 
 
 def _masked_mapping(values: Mapping[str, str]) -> str:
@@ -103,6 +115,8 @@ class ServerConfig:
     :param url: the endpoint of an http or sse server.
     :param headers: HTTP headers sent with every request.
     :param enabled: ``False`` keeps the entry listed but it is never dialed (R-CFG-6).
+    :param description: what the server is for, in a few words; the working set
+        shows it as the server's purpose (R-WS-3). Not part of the fingerprint.
     :param tool_timeout_ms: each tool call's deadline, counted from send (R-TOOL-4).
     :param tool_overrides: per-tool settings keyed by the server's raw tool name.
     :param fingerprint: a stable hash of the connection-relevant fields and the
@@ -125,6 +139,7 @@ class ServerConfig:
     url: str | None = attrs.field(default=None, repr=_masked_url)
     headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping, repr=_masked_mapping)
     enabled: bool = True
+    description: str | None = None
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
     tool_overrides: Mapping[str, ToolOverride] = attrs.field(factory=dict[str, ToolOverride], converter=freeze_mapping)
     fingerprint: str = ""
@@ -188,8 +203,14 @@ class LoadedConfig:
     :param workdir: the project directory the configuration was loaded for.
     :param servers: every loaded entry by name, the winner of each name only.
     :param diagnostics: problems found; loading never raises for these.
+    :param user_file: the absolute path of the user file (``<home>/mcp.json``),
+        whether or not it exists: where a settings page adds a user server (R-STORE-3).
+    :param project_file: the absolute path of the project file
+        (``<workdir>/.mcp.json``), whether or not it exists.
     """
 
     workdir: str
     servers: Mapping[str, ServerConfig]
     diagnostics: tuple[Diagnostic, ...] = ()
+    user_file: str = ""
+    project_file: str = ""
