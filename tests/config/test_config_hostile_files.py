@@ -17,40 +17,15 @@ import threading
 import time
 from pathlib import Path
 
-import attrs
 import pytest
 import trio
+from config_support import Layout, write
 
-from wave_actors._config import MAX_FILE_BYTES, LoadedConfig, Severity, Source, load_config, sources as sources_module
+from wave_actors._config import MAX_FILE_BYTES, LoadedConfig, Severity, Source, sources as sources_module
 from wave_actors._config.sources import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH, read_file_bytes
 
 DEEP = 100_000
 SERVERS = {"mcpServers": {"s": {"command": "x"}}}
-
-
-@attrs.frozen
-class Layout:
-    workdir: Path
-    home: Path
-
-    @property
-    def project_file(self) -> Path:
-        return self.workdir / ".mcp.json"
-
-    @property
-    def user_file(self) -> Path:
-        return self.home / "mcp.json"
-
-    @property
-    def settings_file(self) -> Path:
-        return self.workdir / ".wave" / "settings.local.json"
-
-    def file(self, which: str) -> Path:
-        return {"project": self.project_file, "user": self.user_file, "settings": self.settings_file}[which]
-
-    def load(self, **kwargs: object) -> LoadedConfig:
-        kwargs.setdefault("environ", {})
-        return load_config(self.workdir, home=self.home, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -58,10 +33,6 @@ def layout(tmp_path: Path) -> Layout:
     (tmp_path / "project" / ".wave").mkdir(parents=True)
     (tmp_path / "home").mkdir()
     return Layout(tmp_path / "project", tmp_path / "home")
-
-
-def write(path: Path, document: object) -> None:
-    path.write_text(json.dumps(document), encoding="utf-8")
 
 
 def the_other_file(layout: Layout, which: str) -> Path:

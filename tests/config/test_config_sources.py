@@ -6,32 +6,10 @@ import json
 import os
 from pathlib import Path
 
-import attrs
 import pytest
+from config_support import Layout, write
 
-from wave_actors._config import LoadedConfig, Severity, Source, load_config
-
-
-@attrs.frozen
-class Layout:
-    workdir: Path
-    home: Path
-
-    @property
-    def project_file(self) -> Path:
-        return self.workdir / ".mcp.json"
-
-    @property
-    def user_file(self) -> Path:
-        return self.home / "mcp.json"
-
-    def load(self, **kwargs: object) -> LoadedConfig:
-        kwargs.setdefault("environ", {})
-        return load_config(self.workdir, home=self.home, **kwargs)  # type: ignore[arg-type]
-
-
-def write(path: Path, document: object) -> None:
-    path.write_text(json.dumps(document), encoding="utf-8")
+from wave_actors._config import Severity, Source, load_config
 
 
 @pytest.fixture
