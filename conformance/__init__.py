@@ -1,0 +1,1 @@
+"""Runs the official MCP conformance suite's client scenarios against wave-actors (``make conformance``)."""
