@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench typecheck lint format clean
+.PHONY: demo test bench conformance typecheck lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The official MCP conformance suite's client scenarios; needs node and npm (see conformance/README.md).
+conformance: $(STAMP)
+	$(BIN)/python -m conformance.run $(CONFORMANCE_FLAGS)
+
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
@@ -36,4 +40,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache benchmarks/results
+	rm -rf $(VENV) .pytest_cache benchmarks/results .conformance-cache
