@@ -130,6 +130,44 @@ async def test_json_rpc_error_answers_a_tools_calls_with_an_error() -> None:
         assert "result" in await client.call("tools/call", {"name": "echo", "arguments": {"text": "x"}})
 
 
+async def test_malformed_answer_answers_a_tools_calls_with_a_result_that_is_not_an_object() -> None:
+    async with raw_server(fault_server_entry(malformed_answer=["echo"])) as client:
+        await client.initialize()
+        answer = await client.call("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert answer == {"jsonrpc": "2.0", "id": answer["id"], "result": "oops"}
+        assert "content" in (await client.call("tools/call", {"name": "fail", "arguments": {}}))["result"]
+
+
+async def test_invalid_schema_adds_a_tool_whose_input_schema_is_not_an_object() -> None:
+    async with raw_server(fault_server_entry(invalid_schema=["broken"])) as client:
+        await client.initialize()
+        tools = {tool["name"]: tool for tool in (await client.call("tools/list", {}))["result"]["tools"]}
+        assert tools["broken"]["inputSchema"] == {"type": "array"}
+        assert tools["echo"]["inputSchema"]["type"] == "object"
+
+
+async def test_deep_schema_nests_the_deep_tools_properties() -> None:
+    async with raw_server(fault_server_entry(deep_schema=3)) as client:
+        await client.initialize()
+        tools = {tool["name"]: tool for tool in (await client.call("tools/list", {}))["result"]["tools"]}
+        schema = tools["deep"]["inputSchema"]
+        for _ in range(3):
+            schema = schema["properties"]["inner"]
+        assert schema == {"type": "object"}
+
+
+async def test_random_stdout_comes_before_the_first_answer_and_ends_with_a_newline() -> None:
+    async with raw_server(fault_server_entry(random_stdout=4096)) as client:
+        await client.request("ping")
+        lines: list[bytes] = []
+        while (line := await client.read_line()) is not None:
+            lines.append(line)
+            if line.startswith(b'{"jsonrpc"'):
+                break
+    assert sum(len(line) + 1 for line in lines[:-1]) == 4096 + 1
+    assert json.loads(lines[-1]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
 async def test_an_unknown_method_is_method_not_found() -> None:
     async with raw_server(fault_server_entry()) as client:
         await client.initialize()

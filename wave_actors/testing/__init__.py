@@ -110,6 +110,9 @@ def fault_server_entry(
     read_only: Iterable[str] = (),
     list_twice: Iterable[str] = (),
     json_rpc_error: Iterable[str] = (),
+    malformed_answer: Iterable[str] = (),
+    invalid_schema: Iterable[str] = (),
+    deep_schema: int | None = None,
     init_delay: float | None = None,
     call_delay: float | None = None,
     crash_after_calls: int | None = None,
@@ -119,6 +122,7 @@ def fault_server_entry(
     setsid_grandchild: bool = False,
     grandchild_inherit_stdio: bool = False,
     garbage_stdout: bool = False,
+    random_stdout: int | None = None,
     stderr_flood: int | None = None,
     huge_response: int | None = None,
     list_changed_every: float | None = None,
@@ -140,6 +144,13 @@ def fault_server_entry(
     :param list_twice: tool names that ``tools/list`` lists twice (a broken server).
     :param json_rpc_error: tool names whose calls are answered with a JSON-RPC
         error (``-32602``) instead of a result (a broken server).
+    :param malformed_answer: tool names whose calls are answered with
+        ``{"jsonrpc": "2.0", "id": N, "result": "oops"}``: a readable id, a result
+        that is not an object (a broken server).
+    :param invalid_schema: echo-like tools to add whose ``inputSchema`` is
+        ``{"type": "array"}``, which MCP rejects (an input schema describes an object).
+    :param deep_schema: add a tool ``deep`` whose ``inputSchema`` nests
+        ``properties`` this many levels deep (two JSON levels each).
     :param init_delay: seconds to wait before answering ``initialize``.
     :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
     :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
@@ -151,6 +162,7 @@ def fault_server_entry(
     :param grandchild_inherit_stdio: give grandchildren the server's stdio pipes
         instead of ``/dev/null`` (then the stdout pipe stays open after the server dies).
     :param garbage_stdout: write a non-JSON line to stdout at start and before every message.
+    :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
     :param huge_response: ``echo`` answers with a text of exactly this many characters.
     :param list_changed_every: after initialize, send ``notifications/tools/list_changed``
@@ -166,6 +178,8 @@ def fault_server_entry(
     valued: dict[str, str | float | os.PathLike[str] | None] = {
         "tools": tools,
         "instructions": instructions,
+        "deep_schema": deep_schema,
+        "random_stdout": random_stdout,
         "init_delay": init_delay,
         "call_delay": call_delay,
         "crash_after_calls": crash_after_calls,
@@ -179,7 +193,13 @@ def fault_server_entry(
     for name, value in valued.items():
         if value is not None:
             args += [_flag(name), _flag_value(value)]
-    named = (("--read-only", read_only), ("--list-twice", list_twice), ("--json-rpc-error", json_rpc_error))
+    named = (
+        ("--read-only", read_only),
+        ("--list-twice", list_twice),
+        ("--json-rpc-error", json_rpc_error),
+        ("--malformed-answer", malformed_answer),
+        ("--invalid-schema", invalid_schema),
+    )
     for flag, tools_named in named:
         for tool in [tools_named] if isinstance(tools_named, str) else tools_named:
             args += [flag, tool]

@@ -22,6 +22,19 @@ arguments: schemas are advertised, not enforced. ``--list-twice TOOL`` lists a
 tool twice, and ``--json-rpc-error TOOL`` answers its calls with a JSON-RPC
 error instead of a result, as broken servers do.
 
+Malformed output, as hostile or broken servers write it:
+
+* ``--malformed-answer TOOL`` answers each call of TOOL with
+  ``{"jsonrpc": "2.0", "id": N, "result": "oops"}``: its id is readable, its
+  result is not an object.
+* ``--invalid-schema TOOL`` adds an echo-like TOOL whose ``inputSchema`` is
+  ``{"type": "array"}``, which MCP forbids (it must describe an object).
+* ``--deep-schema LEVELS`` adds a tool ``deep`` whose ``inputSchema`` nests
+  ``properties`` LEVELS levels deep (each level is two JSON levels).
+* ``--random-stdout BYTES`` writes that many random bytes to stdout at start,
+  then a newline, then serves normally; ``--garbage-stdout`` writes one known
+  non-JSON line at start and before every message.
+
 Process behaviour worth knowing:
 
 * On stdin EOF the server exits 0 at once (in-flight calls are abandoned),
@@ -106,6 +119,28 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         metavar="TOOL",
         help="answer every call of TOOL with a JSON-RPC error instead of a result (repeatable)",
     )
+    parser.add_argument(
+        "--malformed-answer",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help='answer every call of TOOL with {"id": N, "result": "oops"} (repeatable)',
+    )
+    parser.add_argument(
+        "--invalid-schema",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help='add an echo-like TOOL whose inputSchema is {"type": "array"} (repeatable)',
+    )
+    parser.add_argument(
+        "--deep-schema",
+        type=int,
+        default=None,
+        metavar="LEVELS",
+        help="add a tool 'deep' whose inputSchema nests LEVELS levels of properties",
+    )
+    parser.add_argument("--random-stdout", type=int, default=0, metavar="BYTES", help="random bytes on stdout at start")
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument(
@@ -174,6 +209,10 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
     ]
     for index in range(1, options.tools + 1):
         tools.append(_extra_tool(f"tool_{index}"))
+    for name in options.invalid_schema:
+        tools.append({**_extra_tool(name), "inputSchema": {"type": "array"}})
+    if options.deep_schema is not None:
+        tools.append({**_extra_tool("deep"), "inputSchema": _deep_schema(options.deep_schema)})
     read_only = set(options.read_only)
     for tool in tools:
         if tool["name"] in read_only:
@@ -188,6 +227,13 @@ def _extra_tool(name: str) -> JSONObject:
         "description": f"Extra tool {name}; returns its name and the text.",
         "inputSchema": _object_schema({"text": {"type": "string"}}, []),
     }
+
+
+def _deep_schema(levels: int) -> JSONObject:
+    schema: JSONObject = {"type": "object"}
+    for _ in range(levels):
+        schema = _object_schema({"inner": schema}, [])
+    return schema
 
 
 def _text_result(text: str, *, is_error: bool = False) -> JSONObject:
@@ -242,6 +288,9 @@ class FaultServer:
 
     def respond(self, request_id: object, result: JSONObject) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def respond_malformed(self, request_id: object) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": "oops"})
 
     def respond_error(self, request_id: object, code: int, message: str) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
@@ -332,6 +381,12 @@ class FaultServer:
     # ----- requests, each on its own thread -----
 
     def handle_request(self, request_id: object, method: str, params: object, cancelled: threading.Event) -> None:
+        call = _as_object(params)
+        if method == "tools/call" and call is not None and call.get("name") in self.options.malformed_answer:
+            with self.in_flight_lock:
+                self.in_flight.pop(self._key(request_id), None)
+            self.respond_malformed(request_id)
+            return
         try:
             result = self.run_method(method, params, cancelled)
         except _Cancelled:
@@ -498,6 +553,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if options.stderr_flood:
         _flood_stderr(options.stderr_flood)
+    if options.random_stdout:
+        with server.write_lock:
+            server.stdout.write(os.urandom(options.random_stdout) + b"\n")
+            server.stdout.flush()
     if options.garbage_stdout:
         with server.write_lock:
             server.stdout.write(GARBAGE_LINE)
