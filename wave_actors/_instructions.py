@@ -133,7 +133,8 @@ class InstructionWording:
     """The text of the messages, as :meth:`str.format` templates; the default is English.
 
     Placeholders: ``{server}`` is the server's name as a JSON string literal,
-    quotes included (``"docs"``), so that no name can break the framing;
+    quotes included (``"docs"``), with ``<`` and ``>`` escaped too
+    (``\\u003c``, ``\\u003e``), so that no name can break the framing;
     ``{instructions}`` the server's text, verbatim, cut to
     :data:`INSTRUCTIONS_LIMIT` characters; ``{truncation}`` the rendered
     :attr:`truncated` mark, or nothing when the text was not cut; ``{length}``
@@ -342,7 +343,9 @@ def _announced(history: Iterable[object]) -> dict[str, str]:
 
 
 def _quoted(name: str) -> str:
-    return json.dumps(name, ensure_ascii=False)
+    # A JSON string keeps quotes and newlines inside the name; escaping angle brackets too
+    # (still valid JSON) keeps a name from spelling the frame's closing tag.
+    return json.dumps(name, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def _notice(kind: InstructionKind, name: str, template: str) -> InstructionMessage:
