@@ -73,7 +73,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--transport", choices=("http", "sse"), default="http", help="the entry's type")
     parser.add_argument("--dial-timeout", type=float, default=15.0, help="seconds the connect may take")
     # Below the suite's own client timeout, so that a hang reads as the driver's message, not a kill.
-    parser.add_argument("--deadline", type=float, default=45.0, help="seconds the whole run may take")
+    parser.add_argument("--deadline", type=float, default=30.0, help="seconds the whole run may take")
     return parser.parse_args(argv)
 
 
