@@ -47,9 +47,24 @@ from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
 from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
-from wave_actors._tools import LoadMode, ToolDeclaration, full_declarations
+from wave_actors._tools import (
+    GATEWAY_TOOLS,
+    MCP_DESCRIBE,
+    LoadMode,
+    ToolDeclaration,
+    WorkingSet,
+    build_working_set,
+    describe_document,
+    error_result,
+    full_declarations,
+    gateway_declarations,
+    json_result,
+    parse_request,
+    resolve,
+    search_tools,
+)
 
 if TYPE_CHECKING:
     import mcp_types
@@ -276,16 +291,42 @@ class Session(metaclass=NoPublicConstructor):
 
     # Tools.
 
-    def tool_declarations(self, mode: LoadMode = LoadMode.FULL) -> tuple[ToolDeclaration, ...]:
-        """The tools to declare to the model, from live connections only (R-TOOL-3).
+    def tool_declarations(self, mode: LoadMode) -> tuple[ToolDeclaration, ...]:
+        """The tools to declare to the model in ``mode``, from live connections only (R-TOOL-3).
 
-        :param mode: :attr:`LoadMode.FULL` declares every tool with its sanitized schema.
-        :raises NotImplementedError: for :attr:`LoadMode.WORKING_SET`, which
-            arrives with the working-set feature.
+        :param mode: :attr:`LoadMode.FULL` declares every live tool with its
+            sanitized schema (R-WS-2); :attr:`LoadMode.WORKING_SET` declares
+            exactly ``mcp_call`` and ``mcp_describe`` (R-WS-4), to go with the
+            section :meth:`working_set` renders, and nothing at all when the
+            session has no enabled server (R-WS-3).
         """
-        if mode is not LoadMode.FULL:
-            raise NotImplementedError(f"load mode {mode.value!r} is not available yet; use LoadMode.FULL")
-        return full_declarations(self.snapshot().servers, self._parameters.options.dropped_schema_keywords)
+        snapshot = self.snapshot()
+        if LoadMode(mode) is LoadMode.WORKING_SET:
+            return gateway_declarations() if any(status.enabled for status in snapshot.servers) else ()
+        return full_declarations(snapshot.servers, self._parameters.options.dropped_schema_keywords)
+
+    def working_set(self) -> WorkingSet:
+        """What the model is told about this session's servers in working-set mode (R-WS-3).
+
+        Frozen data from the current snapshot: enabled servers sorted by name,
+        their purpose, tool names (marked read-only where known), counts, and
+        why a server is unavailable. ``session.working_set().render()`` is the
+        prompt section, byte-identical for equal input; empty without servers.
+        """
+        return build_working_set(self.snapshot().servers)
+
+    def search_tools(self, query: str, *, limit: int | None = 10) -> tuple[ToolInfo, ...]:
+        """The session's callable tools that match ``query``, best first.
+
+        The match is simple and documented: query words against each tool's
+        name, its server's name and its description, scored in that order of
+        weight; ties by model-visible name. See :func:`wave_actors._tools.search.search_tools`.
+
+        :param query: words to look for.
+        :param limit: at most this many tools; ``None`` for all that match.
+        :raises ValueError: ``limit`` is negative.
+        """
+        return search_tools(self.snapshot().servers, query, limit)
 
     def instruction_updates(
         self,
@@ -319,8 +360,35 @@ class Session(metaclass=NoPublicConstructor):
             raise UnknownTool(f"no tool {name!r} in session {self.id}; {unknown_tool_hint(snapshot, name)}") from None
         return tool.server, tool.tool
 
+    async def _call_gateway(self, name: str, arguments: object) -> mcp_types.CallToolResult:
+        """``mcp_call`` / ``mcp_describe`` (R-WS-4): mistakes are results; a resolved call goes through :meth:`call_tool`."""
+        request = parse_request(name, arguments)
+        if isinstance(request, str):
+            return error_result(request)
+        snapshot = self.snapshot()
+        tool = resolve(request, snapshot)
+        if isinstance(tool, str):
+            return error_result(tool)
+        if request.gateway == MCP_DESCRIBE:
+            # From the snapshot only: no request reaches the server.
+            status = snapshot.server(tool.server)
+            return json_result(describe_document(tool, status, self._parameters.options.dropped_schema_keywords))
+        try:
+            # By its model-visible name, through the one call path: the same deadline,
+            # no-replay and error rules as a direct call (R-TOOL-4..6).
+            return await self.call_tool(tool.name, request.arguments)
+        except TypeError as error:
+            return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {error}. Nothing was sent.")
+
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
-        """Call a tool by its model-visible name (R-TOOL-4..6).
+        """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
+
+        ``mcp_call`` and ``mcp_describe`` take ``{server, tool[, arguments]}``:
+        a mistake in them (an unknown server or tool, arguments that are not a
+        JSON object) is answered with an ``isError`` result for the model and
+        nothing is sent; ``mcp_describe`` answers from the snapshot with no
+        I/O; a resolved ``mcp_call`` is this same call by the tool's name, so
+        its failures are the exceptions below.
 
         Runs concurrently with other calls and commands. Tool errors
         (``isError``) are returned as results.
@@ -333,6 +401,8 @@ class Session(metaclass=NoPublicConstructor):
         :raises ToolCallError: the server refused the request, or its answer was malformed.
         :raises TypeError: ``arguments`` is not a mapping, or cannot be encoded as JSON.
         """
+        if name in GATEWAY_TOOLS:
+            return await self._call_gateway(name, arguments)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -23,8 +23,9 @@ class LoadMode(str, enum.Enum):
     """How MCP tools are presented to the model (R-WS-1).
 
     ``FULL`` declares every live tool with its sanitized schema (R-WS-2).
-    ``WORKING_SET`` (the default of R-WS-1) declares gateway tools and a text
-    section instead; it arrives with the working-set feature.
+    ``WORKING_SET``, the default a :class:`~wave_actors.LoadModeResolver` falls
+    back to, declares the two gateway tools ``mcp_call`` and ``mcp_describe``
+    and lists the tools in a text section instead (R-WS-3, R-WS-4).
     """
 
     FULL = "full"
