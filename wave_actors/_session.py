@@ -65,6 +65,7 @@ from wave_actors._tools import (
     resolve,
     search_tools,
 )
+from wave_actors._transport.arguments import tool_call_arguments
 
 if TYPE_CHECKING:
     import mcp_types
@@ -399,16 +400,18 @@ class Session(metaclass=NoPublicConstructor):
         :raises ServerUnavailable: the server is not connected, reconnecting, or was lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises ToolCallError: the server refused the request, or its answer was malformed.
-        :raises TypeError: ``arguments`` is not a mapping, or cannot be encoded as JSON.
+        :raises TypeError: ``name`` is not a string, or ``arguments`` is not a
+            mapping or holds a value JSON cannot carry (a lone surrogate, bytes,
+            a non-string key, NaN, a circular or too deep nesting); nothing was
+            sent and the connection is untouched (R-TOOL-9).
         """
         if name in GATEWAY_TOOLS:
             return await self._call_gateway(name, arguments)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
-        if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"arguments of {name!r} must be a JSON object (a mapping), not {type(arguments).__name__}")
+        plain = tool_call_arguments(name, arguments)  # in the caller's task, before anything is queued (R-TOOL-9)
         server, tool = self.resolve_tool(name)
-        return await self._actor(server).call_tool(tool, arguments)
+        return await self._actor(server).call_tool(tool, plain)
 
     # Reconfiguration and closing.
 
