@@ -19,6 +19,11 @@ from wave_actors._config import (
     TrustMode as TrustMode,
     load_config as load_config,
 )
+from wave_actors._config.store import (
+    ConfigChanged as ConfigChanged,
+    ConfigFile as ConfigFile,
+    ConfigStore as ConfigStore,
+)
 from wave_actors._errors import (
     DialError as DialError,
     ServerDisabled as ServerDisabled,
