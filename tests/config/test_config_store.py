@@ -458,3 +458,16 @@ def test_adding_then_removing_a_server_gives_back_the_same_bytes(
     assert list(json.loads((workdir / ".mcp.json").read_bytes())) == list(document)
     store.remove(new, "project", added.version)
     assert (workdir / ".mcp.json").read_bytes() == original
+
+
+def test_loaded_configuration_names_both_files_absolutely_whether_or_not_they_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a settings page opens or creates; the same paths the store edits.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project").mkdir()
+    loaded = load_config("project", home="home")
+    assert loaded.project_file == str(tmp_path.resolve() / "project" / ".mcp.json")
+    assert loaded.user_file == str(tmp_path / "home" / "mcp.json")
+    store = ConfigStore("project", home="home")
+    assert (str(store.path("user")), str(store.path("project"))) == (loaded.user_file, loaded.project_file)

@@ -148,7 +148,8 @@ def load_config(
             continue
         definitions.append(_Definition(name, Source.PROJECT, project.origin, parsed))
 
-    user = read_source_file(user_file(default_home() if home is None else Path(home).expanduser()), Source.USER)
+    user_path = Path(os.path.abspath(user_file(default_home() if home is None else Path(home).expanduser())))
+    user = read_source_file(user_path, Source.USER)
     diagnostics.extend(user.diagnostics)
     for name, entry in user.entries.items():
         definitions.append(_Definition(name, Source.USER, user.origin, parse(name, entry, Source.USER, user.origin)))
@@ -173,7 +174,13 @@ def load_config(
         if config is not None:
             servers[name] = config
     logger.debug("loaded %d MCP server(s) for %s with %d diagnostic(s)", len(servers), resolved, len(diagnostics))
-    return LoadedConfig(str(resolved), MappingProxyType(servers), tuple(diagnostics))
+    return LoadedConfig(
+        str(resolved),
+        MappingProxyType(servers),
+        tuple(diagnostics),
+        user_file=str(user_path),
+        project_file=str(project_file(resolved)),
+    )
 
 
 def _resolve(name: str, winner: _Definition, mine: list[_Definition]) -> tuple[ServerConfig | None, list[Diagnostic]]:
