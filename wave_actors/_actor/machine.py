@@ -97,6 +97,7 @@ class ActorState:
     :param retiring: removed from the configuration; never dials again (R-STORE-5).
     :param error: the last failure.
     :param tools: the last live tool list, kept while reconnecting (R-RACE-4).
+    :param warnings: what that listing skipped, and why (R-TOOL-9); kept and cleared with ``tools``.
     :param instructions: from the last ``initialize`` (R-INS-1).
     :param last_connected: wall-clock time of the last successful connect.
     """
@@ -109,6 +110,7 @@ class ActorState:
     retiring: bool = False
     error: str | None = None
     tools: tuple[ServerTool, ...] = ()
+    warnings: tuple[str, ...] = ()
     instructions: str | None = None
     last_connected: float | None = None
 
@@ -175,6 +177,7 @@ class Up:
 
     :param connection: the live connection, for the executor (calls run on
         it); the reducer never looks at it.
+    :param warnings: the tools the listing skipped, and why (R-TOOL-9).
     """
 
     generation: int
@@ -182,14 +185,16 @@ class Up:
     instructions: str | None
     time: float
     connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
+    warnings: tuple[str, ...] = ()
 
 
 @attrs.frozen
 class ToolsListed:
-    """A refreshed tool list (after ``notifications/tools/list_changed``, R-RACE-7)."""
+    """A refreshed tool list (after ``notifications/tools/list_changed``, R-RACE-7), with what it skipped (R-TOOL-9)."""
 
     generation: int
     tools: tuple[ServerTool, ...]
+    warnings: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -371,7 +376,13 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
                 return attrs.evolve(state, manually_disconnected=True), _NO_EFFECTS
             return (
                 attrs.evolve(
-                    state, state=ServerState.DISCONNECTED, live=None, manually_disconnected=True, error=None, tools=()
+                    state,
+                    state=ServerState.DISCONNECTED,
+                    live=None,
+                    manually_disconnected=True,
+                    error=None,
+                    tools=(),
+                    warnings=(),
                 ),
                 (StopTransport(),),
             )
@@ -380,7 +391,7 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
                 return state, _NO_EFFECTS
             stopped = state.state if state.state is ServerState.DISABLED else ServerState.DISCONNECTED
             return (
-                attrs.evolve(state, state=stopped, live=None, retiring=True, tools=()),
+                attrs.evolve(state, state=stopped, live=None, retiring=True, tools=(), warnings=()),
                 (StopTransport(drain_calls=True),),
             )
         case Reload(enabled=enabled):
@@ -417,16 +428,20 @@ def _reload(state: ActorState, enabled: bool) -> tuple[ActorState, tuple[Effect,
         return state, _NO_EFFECTS
     if not enabled:
         effects: tuple[Effect, ...] = (StopTransport(),) if state.state in _ACTIVE else _NO_EFFECTS
-        return attrs.evolve(state, state=ServerState.DISABLED, live=None, error=None, tools=()), effects
+        return attrs.evolve(state, state=ServerState.DISABLED, live=None, error=None, tools=(), warnings=()), effects
     if state.state in _ACTIVE:
         # The same name, a different server: dial it in place of the old one.
         return (
-            attrs.evolve(state, state=ServerState.CONNECTING, live=None, error=None, tools=(), instructions=None),
+            attrs.evolve(
+                state, state=ServerState.CONNECTING, live=None, error=None, tools=(), warnings=(), instructions=None
+            ),
             (StartTransport(),),
         )
     # Not running: a changed entry is a new server, eligible for the next lazy dial.
     return (
-        attrs.evolve(state, state=ServerState.DISCONNECTED, dialed=False, error=None, tools=(), instructions=None),
+        attrs.evolve(
+            state, state=ServerState.DISCONNECTED, dialed=False, error=None, tools=(), warnings=(), instructions=None
+        ),
         _NO_EFFECTS,
     )
 
@@ -435,7 +450,7 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
     if event.generation != state.live:
         return state  # stale: an older (or never current) generation (R-RACE-1)
     match event:
-        case Up(tools=tools, instructions=instructions, time=time):
+        case Up(tools=tools, instructions=instructions, time=time, warnings=warnings):
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
                 return state
             return attrs.evolve(
@@ -443,13 +458,14 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
                 state=ServerState.CONNECTED,
                 error=None,
                 tools=tools,
+                warnings=warnings,
                 instructions=instructions,
                 last_connected=time,
             )
-        case ToolsListed(tools=tools):
+        case ToolsListed(tools=tools, warnings=warnings):
             if state.state is not ServerState.CONNECTED:
                 return state
-            return attrs.evolve(state, tools=tools)
+            return attrs.evolve(state, tools=tools, warnings=warnings)
         case DialFailed(reason=reason, final=True):
             return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason)
         case DialFailed(reason=reason):
@@ -462,7 +478,12 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
             return attrs.evolve(state, state=ServerState.RECONNECTING, live=next_generation, generation=next_generation)
         case GaveUp(reason=reason):
             return attrs.evolve(
-                state, state=ServerState.ERROR, live=None, error=f"{reason} (gave up reconnecting)", tools=()
+                state,
+                state=ServerState.ERROR,
+                live=None,
+                error=f"{reason} (gave up reconnecting)",
+                tools=(),
+                warnings=(),
             )
         case _:
             return state
