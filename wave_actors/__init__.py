@@ -56,7 +56,18 @@ from wave_actors._status import (
     ToolInfo as ToolInfo,
 )
 from wave_actors._surface import fixup_module_metadata as _fixup_module_metadata
-from wave_actors._tools import LoadMode as LoadMode, ToolDeclaration as ToolDeclaration
+from wave_actors._tools import (
+    ApprovalDecision as ApprovalDecision,
+    ApprovalLevel as ApprovalLevel,
+    LoadMode as LoadMode,
+    LoadModeResolver as LoadModeResolver,
+    ToolDeclaration as ToolDeclaration,
+    WorkingSet as WorkingSet,
+    WorkingSetServer as WorkingSetServer,
+    WorkingSetTemplate as WorkingSetTemplate,
+    WorkingSetTool as WorkingSetTool,
+    approval_decision as approval_decision,
+)
 from wave_actors._transport import Graces as Graces, TransportOptions as TransportOptions
 
 _fixup_module_metadata(__name__, globals())
