@@ -332,13 +332,15 @@ def run_scenario(tools: Toolchain, scenario: Scenario, logs: Path) -> Row:
         if identity:
             detail += f"; clientInfo {identity}"
         return Row(scenario.name, scenario.versions, "pass", detail, seconds)
-    reasons = list(failed)
+    # The driver's own failure first: the checks that failed after it are usually its consequences.
+    reasons: list[str] = []
     if code is None:
         reasons.append(f"the suite did not finish within {SCENARIO_TIMEOUT + 15:g} s")
     elif "CLIENT TIMED OUT" in suite_log:
         reasons.append(f"the driver did not finish within {SCENARIO_TIMEOUT:g} s")
     elif "CLIENT EXITED WITH ERROR" in suite_log:
         reasons.append(f"the driver failed: {last_driver_error(results)}")
+    reasons += failed
     if not reasons:
         reasons.append(f"the suite exited with code {code}; see {results / 'suite.log'}")
     return Row(scenario.name, scenario.versions, "FAIL", "; ".join(reasons), seconds)
