@@ -45,6 +45,7 @@ UNIT_TESTS_OF = {
     "tests/tools": ("wave_actors._tools", "wave_actors._catalog"),
     "tests/config": ("wave_actors._config",),
     "tests/transport": ("wave_actors._transport",),
+    "tests/cache": ("wave_actors._cache",),
 }
 
 
