@@ -8,6 +8,8 @@ Subcommands::
                                      connect one server and call one tool
     wave-actors watch                connect every configured server, redraw a
                                      live status table until interrupted
+    wave-actors working-set          connect every enabled server, print the
+                                     working-set section and what each load mode costs
     wave-actors demo                 a self-contained walkthrough on bundled servers
 
 Every subcommand takes ``--json``; those that read configuration take
@@ -189,6 +191,14 @@ def _parser() -> argparse.ArgumentParser:
         "until interrupted (Ctrl-C reclaims every process) or --duration ends.",
     )
     watch.add_argument("--duration", type=_seconds, default=None, metavar="SECONDS", help="stop after this long")
+    commands.add_parser(
+        "working-set",
+        parents=[configured, output],
+        help="connect every enabled server; print the working-set section and the bytes of each load mode",
+        description="Connect every enabled server in one session, print the section a model is shown in "
+        "working-set mode, and compare what a turn declares in each load mode (bytes). Every process is "
+        "reclaimed before the command returns; servers that fail are listed as unavailable (exit 0).",
+    )
     commands.add_parser(
         "demo",
         parents=[output],
@@ -508,6 +518,59 @@ async def _watch(arguments: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# working-set
+
+
+async def _working_set(arguments: argparse.Namespace, out: TextIO) -> int:
+    from wave_actors._tools import LoadMode, WorkingSetServer, prompt_bytes
+
+    async with _session(arguments) as session:
+        for diagnostic in session.diagnostics:
+            sys.stderr.write(f"{_PROGRAM}: config {one_line(diagnostic)}\n")
+        await session.prepare_turn()
+        working_set = session.working_set()
+        full = session.tool_declarations(LoadMode.FULL)
+        gateway = session.tool_declarations(LoadMode.WORKING_SET)
+    section = working_set.render()
+    sizes = {
+        "full": prompt_bytes(full),
+        "working_set": prompt_bytes(gateway, section),
+        "section": len(section.encode("utf-8")),
+        "gateway": prompt_bytes(gateway),
+    }
+    if arguments.json:
+
+        def server_document(server: WorkingSetServer) -> dict[str, object]:
+            return {
+                "name": server.name,
+                "purpose": server.purpose,
+                "unavailable": server.unavailable,
+                "read_only_tools": server.read_only_tools,
+                "writable_tools": server.writable_tools,
+                "tools": [{"name": t.name, "read_only": t.read_only, "guidance": t.guidance} for t in server.tools],
+            }
+
+        document = {
+            "workdir": str(session.workdir),
+            "section": section,
+            "servers": [server_document(server) for server in working_set.servers],
+            "declarations": {"full": len(full), "working_set": len(gateway)},
+            "bytes": sizes,
+        }
+        _write_json(document, out)
+        return EXIT_OK
+    if working_set.empty:
+        out.write(f"no enabled MCP servers for {printable(str(session.workdir))}: no section, no gateway tools\n")
+        return EXIT_OK
+    share = f"{100 * sizes['working_set'] / sizes['full']:.1f} % of full" if sizes["full"] else "full declares nothing"
+    out.write(printable(section) + "\n")
+    out.write(
+        f"bytes per turn: full {sizes['full']:,} ({len(full)} declarations); working set {sizes['working_set']:,} "
+        f"(section {sizes['section']:,} + {len(gateway)} gateway declarations {sizes['gateway']:,}): {share}\n"
+    )
+    return EXIT_OK
+
+
 # demo
 
 
@@ -561,6 +624,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cast(int, run_unwrapped(_call, arguments, out))
         if command == "watch":
             return cast(int, run_unwrapped(_watch, arguments, out))
+        if command == "working-set":
+            return cast(int, run_unwrapped(_working_set, arguments, out))
         return _demo(arguments, out)
     except CommandFailed as error:
         out.flush()
