@@ -16,7 +16,7 @@ import trio
 from instruction_support import kinds
 from session_support import connected_session
 
-from wave_actors import InstructionKind, InstructionMessage, ServerState, ServerUnavailable, Session
+from wave_actors import InstructionKind, InstructionMessage, LoadMode, ServerState, ServerUnavailable, Session
 from wave_actors.testing import fault_server_entry, serve_reference_server, wait_for_state
 
 ANNOUNCE = InstructionKind.ANNOUNCE
@@ -103,20 +103,26 @@ async def test_long_instructions_from_a_real_server_are_cut_and_marked(tmp_path:
 
 
 async def test_instructions_never_change_the_declarations_or_the_history_before_them(tmp_path: Path) -> None:
-    # Scenario 11, R-INS-5: what the host puts before the conversation (its system prompt and tool
-    # declarations) does not depend on instructions; announcements are only appended after it.
+    # Scenarios 7 and 11, R-INS-5: what the host puts before the conversation (its system prompt, the
+    # working-set section, the tool declarations in either load mode) does not depend on instructions;
+    # announcements are made all the same and only appended after it.
     async with (
         connected_session(tmp_path / "with", {"docs": fault_server_entry(instructions=DOCS)}) as with_text,
         connected_session(tmp_path / "without", {"docs": fault_server_entry()}) as without_text,
     ):
-        assert with_text.tool_declarations() == without_text.tool_declarations()
-        assert all(DOCS not in json.dumps(d.input_schema) + d.description for d in with_text.tool_declarations())
+        for mode in LoadMode:
+            assert with_text.tool_declarations(mode) == without_text.tool_declarations(mode), mode
+        assert with_text.working_set().render() == without_text.working_set().render()
+        assert DOCS not in with_text.working_set().render()
+        assert all(
+            DOCS not in json.dumps(d.input_schema) + d.description for d in with_text.tool_declarations(LoadMode.FULL)
+        )
 
         history: list[dict[str, object]] = [{"role": "user", "content": "hi"}]
         prefix = json.dumps(history)
-        turn(with_text, history)
+        assert kinds(turn(with_text, history)) == [(ANNOUNCE, "docs")]  # scenario 7: whatever the mode
         await with_text.disconnect("docs")
-        turn(with_text, history)
+        assert kinds(turn(with_text, history)) == [(OFFLINE, "docs")]
         assert json.dumps(history).startswith(prefix[:-1])  # only appended to
 
 
