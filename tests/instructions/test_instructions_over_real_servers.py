@@ -106,17 +106,19 @@ async def test_instructions_never_change_the_declarations_or_the_history_before_
     # Scenarios 7 and 11, R-INS-5: what the host puts before the conversation (its system prompt, the
     # working-set section, the tool declarations in either load mode) does not depend on instructions;
     # announcements are made all the same and only appended after it.
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
     async with (
         connected_session(tmp_path / "with", {"docs": fault_server_entry(instructions=DOCS)}) as with_text,
         connected_session(tmp_path / "without", {"docs": fault_server_entry()}) as without_text,
     ):
+        assert with_text.server("docs").instructions == DOCS and without_text.server("docs").instructions is None
+        assert with_text.tool_declarations(LoadMode.FULL)  # connected, tools listed
         for mode in LoadMode:
             assert with_text.tool_declarations(mode) == without_text.tool_declarations(mode), mode
         assert with_text.working_set().render() == without_text.working_set().render()
         assert DOCS not in with_text.working_set().render()
-        assert all(
-            DOCS not in json.dumps(d.input_schema) + d.description for d in with_text.tool_declarations(LoadMode.FULL)
-        )
+        assert all(DOCS not in repr(d.input_schema) + d.description for d in with_text.tool_declarations(LoadMode.FULL))
 
         history: list[dict[str, object]] = [{"role": "user", "content": "hi"}]
         prefix = json.dumps(history)
