@@ -24,7 +24,7 @@ async def test_remote_transport_lists_and_calls(kind: str) -> None:
         with trio.fail_after(20):
             async with open_connection(remote(kind, url)) as connection:
                 assert connection.pid is None
-                names = {tool.name for tool in await connection.list_tools()}
+                names = {tool.name for tool in (await connection.list_tools()).tools}
                 assert "echo" in names
                 result = await connection.call_tool("echo", {"text": kind}, timeout=10)
                 assert kind in result.content[0].text  # type: ignore[union-attr]

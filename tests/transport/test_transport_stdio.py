@@ -57,7 +57,7 @@ async def test_stdio_fault_server_handshake_tools_and_calls() -> None:
         async with open_connection(config, options=FAST) as connection:
             assert connection.instructions == "use echo"
             assert connection.pid is not None
-            tools = {tool.name: tool for tool in await connection.list_tools()}
+            tools = {tool.name: tool for tool in (await connection.list_tools()).tools}
             assert {"echo", "sleep", "fail", "crash"} <= tools.keys()
             assert tools["echo"].annotations is not None and tools["echo"].annotations.read_only_hint
             result = await connection.call_tool("echo", {"text": "hi"}, timeout=5)
@@ -70,7 +70,7 @@ async def test_stdio_sdk_reference_server() -> None:
     config = config_for(reference_server_entry("stdio"), name="reference")
     with trio.fail_after(30):
         async with open_connection(config, options=FAST) as connection:
-            names = {tool.name for tool in await connection.list_tools()}
+            names = {tool.name for tool in (await connection.list_tools()).tools}
             assert "echo" in names
             result = await connection.call_tool("echo", {"text": "ref"}, timeout=10)
             assert not result.is_error

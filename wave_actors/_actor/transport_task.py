@@ -49,17 +49,24 @@ def _server_tool(tool: mcp_types.Tool) -> ServerTool:
     )
 
 
-async def list_server_tools(connection: Connection) -> tuple[ServerTool, ...]:
-    """The server's tools, each name once (R-TOOL-1: a duplicate would break the model's whole request)."""
+async def list_server_tools(connection: Connection) -> tuple[tuple[ServerTool, ...], tuple[str, ...]]:
+    """The server's tools, each name once, and what the listing skipped (R-TOOL-1, R-TOOL-9).
+
+    A duplicate name would break the model's whole request; a tool the SDK
+    rejects is skipped with a warning, and the server keeps the others.
+
+    :returns: ``(tools, warnings)``.
+    """
     if connection.initialize_result.capabilities.tools is None:
-        return ()  # a server without tools (prompts or resources only) is still a server
+        return (), ()  # a server without tools (prompts or resources only) is still a server
+    listing = await connection.list_tools()
     tools: dict[str, ServerTool] = {}
-    for tool in await connection.list_tools():
+    for tool in listing.tools:
         if tool.name in tools:
             logger.warning("server %r lists tool %r twice; the first is kept", connection.server, tool.name)
             continue
         tools[tool.name] = _server_tool(tool)
-    return tuple(tools.values())
+    return tuple(tools.values()), listing.skipped
 
 
 async def run_transport(
@@ -99,10 +106,10 @@ async def run_transport(
     try:
         with dial_scope:
             async with open_connection(config, options=options, on_notification=on_notification) as connection:
-                tools = await list_server_tools(connection)
+                tools, warnings = await list_server_tools(connection)
                 dial_scope.deadline = math.inf
                 up = True
-                report(Up(generation, tools, connection.instructions, time.time(), connection))
+                report(Up(generation, tools, connection.instructions, time.time(), connection, warnings))
                 why = await _serve(connection, generation, refresh_receive, dial_timeout, report)
                 reason = f"server {config.name!r}: connection lost: {why}"
                 report(Lost(generation, reason))
@@ -138,16 +145,16 @@ async def _serve(
 
     async def refresher() -> None:
         async for _ in refresh:
-            tools: tuple[ServerTool, ...] | None = None
+            listed: tuple[tuple[ServerTool, ...], tuple[str, ...]] | None = None
             with trio.move_on_after(refresh_timeout):
                 try:
-                    tools = await list_server_tools(connection)
+                    listed = await list_server_tools(connection)
                 except ServerUnavailable:
                     return  # the loss is reported by wait_lost
                 except WaveActorsError as error:
                     logger.warning("server %r: refreshing tools failed: %s", connection.server, error)
-            if tools is not None:
-                report(ToolsListed(generation, tools))
+            if listed is not None:
+                report(ToolsListed(generation, *listed))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(refresher)

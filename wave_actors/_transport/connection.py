@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from wave_actors._errors import ToolCallError
+from wave_actors._transport.answers import ToolListingCheck
 from wave_actors._transport.failures import request_error
 from wave_actors._transport.stderr import StderrLog
 
@@ -25,10 +26,23 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp.client.session import ClientSession
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "ToolListing"]
 
 # A server that keeps handing out cursors must not grow a tool list forever.
 _MAX_TOOL_PAGES: Final = 100
+
+
+@attrs.frozen
+class ToolListing:
+    """A server's tool listing.
+
+    :param tools: the tools, in the server's order.
+    :param skipped: one line per tool left out because the SDK rejects its
+        listing: which tool, and why (R-TOOL-9).
+    """
+
+    tools: tuple[mcp_types.Tool, ...]
+    skipped: tuple[str, ...] = ()
 
 
 @attrs.define(eq=False)
@@ -43,6 +57,8 @@ class Connection:
     :param initialize_result: the server's answer to ``initialize``.
     :param pid: the stdio server's pid, ``None`` for http and sse.
     :param stderr: the stdio server's stderr log, ``None`` for http and sse.
+    :param listing: the check that takes the tools the SDK would reject out of
+        tool listings (R-TOOL-9); a connection built without one skips nothing.
     """
 
     server: str
@@ -50,7 +66,9 @@ class Connection:
     initialize_result: mcp_types.InitializeResult
     pid: int | None
     stderr: StderrLog | None
+    listing: ToolListingCheck | None = None
     _lost: trio.Event = attrs.field(factory=trio.Event)
+    _listing_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _loss_reason: str | None = None
 
     @property
@@ -74,12 +92,24 @@ class Connection:
         assert self._loss_reason is not None
         return self._loss_reason
 
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists, following pagination.
+    async def list_tools(self) -> ToolListing:
+        """Every tool the server lists, following pagination, and the tools skipped as invalid.
+
+        A tool whose listing the SDK rejects (an input schema that is not an
+        object schema, say) is skipped with a warning, and the others are kept
+        (R-TOOL-9).
 
         :raises ServerUnavailable: the connection failed or closed meanwhile.
         :raises ToolCallError: the listing is malformed or endless (more than 100 pages).
         """
+        # One listing at a time, so that what the check skipped belongs to this one.
+        async with self._listing_lock:
+            skipped = self.listing.skipped if self.listing is not None else []
+            skipped.clear()
+            tools = await self._list_pages()
+            return ToolListing(tuple(tools), tuple(skipped))
+
+    async def _list_pages(self) -> list[mcp_types.Tool]:
         import mcp_types
 
         tools: list[mcp_types.Tool] = []

@@ -26,6 +26,7 @@ import trio
 
 from wave_actors._config import ServerConfig, TransportType
 from wave_actors._errors import ConfigError
+from wave_actors._transport.answers import ToolListingCheck, checked_streams
 from wave_actors._transport.connection import Connection
 from wave_actors._transport.failures import DialBoundary, dial_error
 from wave_actors._transport.proctree import Graces
@@ -121,9 +122,11 @@ async def open_connection(
         if on_notification is not None:
             on_notification(message)
 
+    listing = ToolListingCheck(config.name)
     with DialBoundary(config.name) as boundary:
         async with _open_streams(config, options, on_lost) as (read_stream, write_stream, process):
             boundary.stderr = process.stderr if process is not None else None
+            read_stream, write_stream = checked_streams(read_stream, write_stream, listing)
             async with ClientSession(read_stream, write_stream, message_handler=handle_message) as session:
                 try:
                     result = await session.initialize()
@@ -135,12 +138,14 @@ async def open_connection(
                     raise dial_error(ConnectionError(lost_reason[0]), server=config.name, stderr=boundary.stderr)
                 if process is not None:
                     process.established = True
+                listing.protocol_version = session.protocol_version
                 connection = Connection(
                     server=config.name,
                     session=session,
                     initialize_result=result,
                     pid=process.pid if process is not None else None,
                     stderr=boundary.stderr,
+                    listing=listing,
                 )
                 boundary.established = True
                 async with trio.open_nursery() as watchers:

@@ -31,6 +31,7 @@ import attrs
 import trio
 
 from wave_actors._errors import DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
+from wave_actors._transport.answers import Refusal
 from wave_actors._transport.stderr import StderrLog
 
 if TYPE_CHECKING:
@@ -54,7 +55,9 @@ class Failure(enum.Enum):
     ANSWERED = enum.auto()
     """The server answered this request with a JSON-RPC error; the connection is fine."""
     UNSERIALIZABLE = enum.auto()
-    """The request's arguments cannot be written as JSON."""
+    """The request's arguments cannot be written as JSON; it was not sent."""
+    MALFORMED = enum.auto()
+    """The server's answer to this request was not a valid JSON-RPC response; the connection is fine."""
     REJECTED = enum.auto()
     """The server's answer was malformed, or broke the tool's own output schema."""
 
@@ -92,6 +95,10 @@ def classify(error: Exception) -> Failure:
     """
     table = _table()
     if isinstance(error, table.mcp_error):
+        # The transport's own answers (see .answers) carry a Refusal, which no server can send.
+        refusal = error.data
+        if isinstance(refusal, Refusal):
+            return Failure.MALFORMED if refusal is Refusal.MALFORMED else Failure.UNSERIALIZABLE
         return table.by_code.get(error.code, Failure.ANSWERED)
     for types, failure in table.by_type:
         if isinstance(error, types):
@@ -132,7 +139,9 @@ def request_error(
         answer = cast("MCPError", error)
         return ToolCallError(f"{prefix}: the server answered with error {answer.code}: {answer.message}", answer.code)
     if failure is Failure.UNSERIALIZABLE:
-        return TypeError(f"{prefix}: the arguments are not JSON-serializable: {error}")
+        return TypeError(f"{prefix}: the arguments are not JSON-serializable, so nothing was sent: {error}")
+    if failure is Failure.MALFORMED:
+        return ToolCallError(f"{prefix}: {error}")
     return ToolCallError(f"{prefix}: the server's answer was rejected: {error}")
 
 

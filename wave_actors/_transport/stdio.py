@@ -27,6 +27,8 @@ import trio
 
 from wave_actors._config import ServerConfig
 from wave_actors._errors import DialError
+from wave_actors._transport.answers import malformed_answer, unsendable_request
+from wave_actors._transport.noise import NoiseLog
 from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag, reclaim
 from wave_actors._transport.stderr import StderrLog
 
@@ -126,6 +128,7 @@ async def open_stdio_transport(
     handle = StdioProcess(pid=process.pid, stderr=StderrLog(stderr_lines), process=process)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](16)
+    noise = NoiseLog(config.name)
     stdout_closed = trio.Event()
     writer_done = trio.Event()
     reported = False
@@ -156,13 +159,17 @@ async def open_stdio_transport(
                     del buffer[: newline + 1]
                     if not line.strip():
                         continue
+                    noise.tick()
                     try:
-                        item: SessionMessage | Exception = SessionMessage(
+                        item: SessionMessage | None = SessionMessage(
                             mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                         )
                     except ValueError as exc:
-                        logger.warning("server %r wrote a line that is not JSON-RPC: %.200r", config.name, line)
-                        item = exc
+                        # An answer with a readable id fails its request now (R-TOOL-9); the rest is noise.
+                        item = malformed_answer(config.name, line, exc)
+                        if item is None:
+                            noise.line(line)
+                            continue
                     try:
                         await read_send.send(item)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -172,6 +179,7 @@ async def open_stdio_transport(
                     await report_loss(f"protocol line longer than {max_line_bytes} bytes")
                     deliver = False
         finally:
+            noise.flush()
             stdout_closed.set()
         with trio.move_on_after(_SETTLE_WINDOW):
             await process.wait()
@@ -190,12 +198,29 @@ async def open_stdio_transport(
         try:
             async with write_receive:
                 async for message in write_receive:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+                    try:
+                        data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+                    except ValueError as error:
+                        # Never let one message end the writer, and with it the connection (R-TOOL-9).
+                        await refuse(message, error)
+                        continue
                     await stdin.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await report_loss(f"stdin closed; {describe_exit(process.poll())}")
         finally:
             writer_done.set()
+
+    async def refuse(message: SessionMessage, error: ValueError) -> None:
+        answer = unsendable_request(message, error)
+        if answer is None:
+            logger.warning(
+                "server %r: dropped an outgoing message that cannot be written as JSON: %s", config.name, error
+            )
+            return
+        try:
+            await read_send.send(answer)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the connection is closing; its requests fail with it
 
     async def read_stderr() -> None:
         try:
