@@ -10,6 +10,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.race_storm [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
+    python -m benchmarks.working_set
 
 Every scenario prints its tables, writes ``benchmarks/results/<scenario>.json``
 (raw samples included) and shows a one-line progress display on stderr.
@@ -31,5 +32,6 @@ SCENARIOS: tuple[str, ...] = (
     "race_storm",
     "reclaim_latency",
     "reference",
+    "working_set",
 )
 """Scenario modules, in the order ``python -m benchmarks`` runs them."""
