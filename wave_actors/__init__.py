@@ -50,6 +50,7 @@ from wave_actors._parameters import ServerEntries as ServerEntries
 from wave_actors._reconfigure import ReconfigureResult as ReconfigureResult
 from wave_actors._session import Session as Session, open_session as open_session
 from wave_actors._status import (
+    ConnectionInfo as ConnectionInfo,
     ServerState as ServerState,
     ServerStatus as ServerStatus,
     SessionSnapshot as SessionSnapshot,

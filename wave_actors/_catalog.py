@@ -6,6 +6,13 @@ name, every tool given its model-visible name, and the index from that name
 back to ``(server, raw tool)``. Status display, declarations and call
 resolution all read the same snapshot, so a name the model saw resolves to the
 tool it was shown, and nothing here does I/O.
+
+A server without a live connection (``disconnected`` or ``disabled``) of a
+session still open shows the tools of its cache entry, when the tool
+snapshot cache has one for its name and current fingerprint, marked
+``tools_cached`` with that entry's connect time (R-CACHE-2). Their names are given per server, apart from the
+live ones, so a cached tool never changes a live tool's name; the snapshot
+never resolves them and declarations never include them (R-TOOL-3).
 """
 
 from __future__ import annotations
@@ -15,15 +22,20 @@ from collections.abc import Iterable
 import attrs
 
 from wave_actors._actor.machine import ActorState, ServerTool
+from wave_actors._cache import CachedServer, ToolCache
 from wave_actors._config import ServerConfig, ToolOverride
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._tools import assign_names
 
 __all__ = ["build_snapshot", "unknown_tool_hint"]
 
 
 def build_snapshot(
-    version: int, servers: Iterable[tuple[ServerConfig, ActorState]], *, closed: bool = False
+    version: int,
+    servers: Iterable[tuple[ServerConfig, ActorState]],
+    *,
+    closed: bool = False,
+    cache: ToolCache | None = None,
 ) -> SessionSnapshot:
     """The snapshot of a session's servers at ``version``.
 
@@ -31,20 +43,35 @@ def build_snapshot(
     :param servers: each server's current entry and state machine state.
     :param closed: the session is closed: whatever the actors last said,
         nothing is connected any more.
+    :param cache: the tool snapshot cache, for servers without a live connection (R-CACHE-2).
     """
     ordered = sorted(servers, key=lambda server: server[0].name)
     names = assign_names((config.name, tool.name) for config, state in ordered for tool in state.tools)
     by_pair = {pair: name for name, pair in names.items()}
-    return SessionSnapshot(version, tuple(_status(config, state, by_pair, closed) for config, state in ordered))
+    return SessionSnapshot(version, tuple(_status(config, state, by_pair, closed, cache) for config, state in ordered))
 
 
-def _status(config: ServerConfig, state: ActorState, names: dict[tuple[str, str], str], closed: bool) -> ServerStatus:
+_SHOWS_CACHE = frozenset({ServerState.DISCONNECTED, ServerState.DISABLED})
+
+
+def _status(
+    config: ServerConfig,
+    state: ActorState,
+    names: dict[tuple[str, str], str],
+    closed: bool,
+    cache: ToolCache | None,
+) -> ServerStatus:
     if closed and state.state is not ServerState.DISABLED:
         state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
     overrides = config.tool_overrides
     tools = tuple(
         _tool(names[(config.name, tool.name)], config.name, tool, overrides.get(tool.name)) for tool in state.tools
     )
+    cached = None
+    if cache is not None and not closed and not tools and state.state in _SHOWS_CACHE:
+        cached = cache.lookup(config.name, config.fingerprint)
+        if cached is not None:
+            tools = _cached_tools(config, cached)
     return ServerStatus(
         name=config.name,
         source=config.source,
@@ -53,12 +80,29 @@ def _status(config: ServerConfig, state: ActorState, names: dict[tuple[str, str]
         state=state.state,
         error=state.error,
         tools=tools,
-        last_connected=state.last_connected,
+        tools_cached=cached is not None,
+        last_connected=state.last_connected if cached is None else state.last_connected or cached.last_connected,
         generation=state.generation,
         instructions=state.instructions,
         description=config.description or None,
         enabled=config.enabled,
         manually_disconnected=state.manually_disconnected,
+        connection=ConnectionInfo.of(config),
+        fingerprint=config.fingerprint,
+    )
+
+
+def _cached_tools(config: ServerConfig, cached: CachedServer) -> tuple[ToolInfo, ...]:
+    """The cached tools of one server, named among themselves (R-CACHE-2)."""
+    names = {pair: name for name, pair in assign_names((config.name, tool.name) for tool in cached.tools).items()}
+    return tuple(
+        _tool(
+            names[(config.name, tool.name)],
+            config.name,
+            ServerTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint),
+            config.tool_overrides.get(tool.name),
+        )
+        for tool in cached.tools
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from wave_actors._cache import ToolCache, cache_file, read_cache
 from wave_actors._config import LoadedConfig, TrustMode, load_config
 from wave_actors._options import SessionOptions
 
@@ -50,6 +51,25 @@ class SessionParameters:
             plugins=self.plugins,
             trust=self.trust,
         )
+        return await trio.to_thread.run_sync(load)
+
+    @property
+    def tool_cache_file(self) -> Path:
+        """``<home>/mcp-tools-cache.json``, the tool snapshot cache (R-CACHE-1)."""
+        return cache_file(self.home)
+
+    async def load_with_tool_cache(self) -> tuple[LoadedConfig, ToolCache]:
+        """Load the configuration and read the workdir's tool snapshots, in one worker thread (R-CFG-11, R-CACHE-3).
+
+        Reading the cache never fails: an unusable cache is an empty one.
+        """
+
+        def load() -> tuple[LoadedConfig, ToolCache]:
+            loaded = load_config(
+                self.workdir, home=self.home, constructor=self.constructor, plugins=self.plugins, trust=self.trust
+            )
+            return loaded, read_cache(self.tool_cache_file, workdir=loaded.workdir)
+
         return await trio.to_thread.run_sync(load)
 
 

@@ -32,6 +32,7 @@ import trio
 from trio_util import AsyncValue
 
 from wave_actors._actor.actor import ServerActor
+from wave_actors._cache import EMPTY_CACHE, SessionToolCache, ToolCache
 from wave_actors._catalog import build_snapshot, unknown_tool_hint
 from wave_actors._config import Diagnostic, LoadedConfig, TrustMode
 from wave_actors._errors import (
@@ -92,6 +93,7 @@ class Session(metaclass=NoPublicConstructor):
         lifecycle: SessionLifecycle,
         owner: SessionOwner | None,
         versions: Iterator[int],
+        tool_cache: ToolCache = EMPTY_CACHE,
     ) -> None:
         self._parameters = parameters
         self._nursery = nursery
@@ -103,6 +105,14 @@ class Session(metaclass=NoPublicConstructor):
         self._diagnostics: tuple[Diagnostic, ...] = ()
         self._version = AsyncValue(next(versions))
         self._snapshot: SessionSnapshot | None = None
+        # Cached tools show for servers without a live connection; each connect and refresh is written back (R-CACHE).
+        self._tool_cache = SessionToolCache(
+            parameters.tool_cache_file,
+            loaded.workdir,
+            tool_cache,
+            nursery=nursery,
+            configured=lambda: [(actor.config.name, actor.config.fingerprint) for actor in self._actors.values()],
+        )
         self._register(loaded)
 
     @property
@@ -154,6 +164,7 @@ class Session(metaclass=NoPublicConstructor):
 
     def _changed(self) -> None:
         self._snapshot = None
+        self._tool_cache.observe((actor.config, actor.state) for actor in self._actors.values())
         self._version.value = next(self._versions)
 
     def snapshot(self) -> SessionSnapshot:
@@ -165,7 +176,9 @@ class Session(metaclass=NoPublicConstructor):
         snapshot = self._snapshot
         if snapshot is None or snapshot.version != self._version.value:
             servers = ((actor.config, actor.state) for actor in self._actors.values())
-            snapshot = self._snapshot = build_snapshot(self._version.value, servers, closed=self.closed)
+            snapshot = self._snapshot = build_snapshot(
+                self._version.value, servers, closed=self.closed, cache=self._tool_cache.cache
+            )
         return snapshot
 
     def servers(self) -> list[ServerStatus]:
@@ -482,13 +495,19 @@ async def open_owned_session(
     :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
     :param versions: the snapshot versions to draw from, shared by every session of a host (R-HOST-2).
     """
-    loaded = await parameters.load()
+    loaded, tool_cache = await parameters.load_with_tool_cache()
     lifecycle: SessionLifecycle | None = None
     try:
         async with trio.open_nursery() as nursery:
             lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
             session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
-                parameters, loaded, nursery=nursery, lifecycle=lifecycle, owner=owner, versions=versions
+                parameters,
+                loaded,
+                nursery=nursery,
+                lifecycle=lifecycle,
+                owner=owner,
+                versions=versions,
+                tool_cache=tool_cache,
             )
             try:
                 yield session, lifecycle

@@ -7,15 +7,16 @@ freely; the mutable truth lives only in each server's actor.
 from __future__ import annotations
 
 import enum
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from wave_actors._config import Source
+from wave_actors._config import ServerConfig, Source, redact_url
 from wave_actors._frozen import empty_mapping, freeze_mapping
 
-__all__ = ["ServerState", "ServerStatus", "SessionSnapshot", "ToolInfo"]
+__all__ = ["ConnectionInfo", "ServerState", "ServerStatus", "SessionSnapshot", "ToolInfo"]
 
 
 class ServerState(str, enum.Enum):
@@ -83,6 +84,62 @@ class ToolInfo:
 
 
 @attrs.frozen
+class ConnectionInfo:
+    """How a server is reached, as a settings page shows it: the entry's connection without a secret (R-CFG-12).
+
+    A host shows what a session actually runs from this, without reading the
+    configuration files again.
+
+    :param type: the transport type as configured.
+    :param command: a stdio server's executable.
+    :param args: its arguments.
+    :param cwd: its working directory, when set.
+    :param url: an http or sse server's endpoint with every query value, the
+        fragment and a password masked (``?key=***``).
+    :param env_names: the names of the variables its ``env`` sets; never the values.
+    :param header_names: the names of the headers it sends; never the values.
+    """
+
+    type: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    env_names: tuple[str, ...] = ()
+    header_names: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> ConnectionInfo:
+        """The connection of ``config``, secrets left out.
+
+        :param config: a loaded entry.
+        """
+        return cls(
+            type=config.type,
+            command=config.command,
+            args=config.args,
+            cwd=config.cwd,
+            url=None if config.url is None else redact_url(config.url),
+            env_names=tuple(config.env),
+            header_names=tuple(config.headers),
+        )
+
+    @property
+    def display(self) -> str:
+        """One line: the command line (shell-quoted) or the URL, then the names of env variables and headers."""
+        parts: list[str] = []
+        if self.command is not None:
+            parts.append(shlex.join([self.command, *self.args]))
+        if self.url is not None:
+            parts.append(self.url)
+        if self.env_names:
+            parts.append(f"(env: {', '.join(self.env_names)})")
+        if self.header_names:
+            parts.append(f"(headers: {', '.join(self.header_names)})")
+        return " ".join(parts) or self.type
+
+
+@attrs.frozen
 class ServerStatus:
     """A server's status at one moment (R-HOST-1).
 
@@ -94,15 +151,21 @@ class ServerStatus:
     :param error: the last failure, with the exit code for a dead process.
     :param tools: the live tool list, kept while reconnecting (R-RACE-4), or
         the cached snapshot when ``tools_cached`` is true (R-CACHE-2).
-    :param tools_cached: the tools come from the snapshot cache, not a live connection.
+    :param tools_cached: the tools come from the snapshot cache, not a live
+        connection: shown for a server that is ``disconnected`` or ``disabled``,
+        never declared to a model nor callable (R-CACHE-2, R-TOOL-3).
     :param last_connected: wall-clock time (``time.time()``) of the last
-        successful connect, or ``None``.
+        successful connect, or ``None``; with cached tools, the connect they
+        were listed at, perhaps in another session or process.
     :param generation: the current transport generation (R-RACE-1).
     :param instructions: the server's ``instructions`` from ``initialize`` (R-INS-1).
     :param description: what the server is for: its entry's ``description``;
         the working set shows it as the server's purpose (R-WS-3).
     :param enabled: ``False`` for entries that are never dialed (R-CFG-6).
     :param manually_disconnected: a manual disconnect holds until an explicit connect (R-DIAL-6).
+    :param connection: how it is reached, without secrets; ``None`` only in
+        statuses not made by a session.
+    :param fingerprint: its entry's fingerprint (R-CFG-8): equal fingerprints, same server.
     """
 
     name: str
@@ -119,6 +182,8 @@ class ServerStatus:
     description: str | None = None
     enabled: bool = True
     manually_disconnected: bool = False
+    connection: ConnectionInfo | None = None
+    fingerprint: str = ""
 
     @property
     def tool_count(self) -> int:
@@ -132,6 +197,8 @@ class SessionSnapshot:
 
     The snapshot is also the session's catalog at that version: :meth:`tool`
     resolves a model-visible name to the tool it was shown as (R-TOOL-1).
+    Cached tools (``tools_cached``) are listed but never resolved: they cannot
+    be called (R-CACHE-2).
 
     :param version: increases with every change, across every session of a
         host; a subscriber ignores any snapshot older than the one it holds.
@@ -143,7 +210,7 @@ class SessionSnapshot:
     _tools: Mapping[str, ToolInfo] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        index = {tool.name: tool for status in self.servers for tool in status.tools}
+        index = {tool.name: tool for status in self.servers if not status.tools_cached for tool in status.tools}
         object.__setattr__(self, "_tools", index)
 
     def server(self, name: str) -> ServerStatus:

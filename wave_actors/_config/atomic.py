@@ -55,8 +55,8 @@ __all__ = ["LockTimeout", "exclusive_lock", "remove_stale_temporaries", "replace
 if sys.platform != "win32":
     import fcntl
 
-_FIRST_RETRY: Final = 0.0005
-_LONGEST_RETRY: Final = 0.005
+_FIRST_RETRY: Final = 0.0002
+_LONGEST_RETRY: Final = 0.002
 
 
 class LockTimeout(OSError):
@@ -127,7 +127,9 @@ def remove_stale_temporaries(target: Path) -> None:
                     os.unlink(entry.path)
 
 
-def replace_atomically(target: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None) -> None:
+def replace_atomically(
+    target: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None, durable: bool = True
+) -> None:
     """Replace ``target``'s content with ``data``: a temporary file, fsync, rename, fsync of the directory.
 
     On failure the temporary file is removed and ``target`` is as it was.
@@ -138,6 +140,9 @@ def replace_atomically(target: Path, data: bytes, *, mode: int, owner: tuple[int
     :param owner: ``(uid, gid)`` to give the new file, when it replaces one of
         another owner (a file edited by root stays its user's); ignored when
         not permitted.
+    :param durable: also flush the directory, so that the rename itself
+        survives a power failure; a cache that may lose its latest update can
+        skip it (the file is whole either way).
     :raises OSError: the file could not be written; ``target`` is unchanged.
     """
     descriptor, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".tmp", dir=target.parent)
@@ -158,6 +163,8 @@ def replace_atomically(target: Path, data: bytes, *, mode: int, owner: tuple[int
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+    if not durable:
+        return
     # The rename is durable only once the directory is; not every platform can open one.
     with contextlib.suppress(OSError):
         directory = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

@@ -1,0 +1,497 @@
+"""The tool snapshot cache: what each server listed the last time it connected (R-CACHE-1..5).
+
+Lazy dial (R-DIAL-1) means a fresh session has connected nothing, yet a
+status display should still show what each server offers. After every
+successful connect and every tool refresh, a session records the server's
+tools in ``<home>/mcp-tools-cache.json``, keyed by server name and fingerprint
+(R-CACHE-1; the fingerprint covers the connection and the workdir, R-CFG-8).
+A session's statuses show those tools for servers that have no live
+connection, marked as cached, with the last connect time (R-CACHE-2). They
+are for display only: declarations and calls take live tools only (R-TOOL-3).
+
+The file::
+
+    {"format": 1, "servers": [{"server": "files", "fingerprint": "1daac43bdf002ce1",
+                               "workdir": "/home/me/project", "last_connected": 1767225600.0,
+                               "tools": [{"name": "search", "description": "...",
+                                          "input_schema": {...}, "read_only_hint": true}]}]}
+
+It holds names, fingerprints, workdirs and what servers said about their
+tools: no ``env`` value, no header, no URL (R-CACHE-5, R-CFG-12).
+
+Reading never fails (R-CACHE-3): a missing file, one that is not a regular
+file, too big, not UTF-8, not JSON or of the wrong shape is an empty cache,
+logged at debug level; an entry of the wrong shape is skipped alone. The
+next write replaces whatever was there.
+
+Writing (R-CACHE-4) is a read-modify-write under an exclusive lock on
+``mcp-tools-cache.json.lock`` (see :mod:`wave_actors._config.atomic` for why
+``flock``), ending in an atomic replacement, so two processes sharing the file
+never drop each other's entries and a writer killed mid-write leaves the old
+file readable. A write prunes only entries of its own workdir whose server
+and fingerprint are no longer configured: a host serving several projects
+never deletes another project's snapshots.
+
+:func:`read_cache` and :func:`update_cache` are synchronous, for worker
+threads, and import neither ``mcp`` nor ``trio``. :class:`SessionToolCache`
+is a session's view of the cache and its writer, a task in the session's
+nursery that runs only while there is something to write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import attrs
+
+from wave_actors._config.atomic import exclusive_lock, remove_stale_temporaries, replace_atomically
+from wave_actors._config.sources import default_home
+from wave_actors._frozen import empty_mapping, freeze_mapping
+
+if TYPE_CHECKING:
+    import trio
+
+    from wave_actors._actor.machine import ActorState
+    from wave_actors._config import ServerConfig
+
+__all__ = [
+    "CACHE_FILE_NAME",
+    "EMPTY_CACHE",
+    "CachedServer",
+    "CachedTool",
+    "SessionToolCache",
+    "ToolCache",
+    "cache_file",
+    "read_cache",
+    "update_cache",
+]
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE_NAME: Final = "mcp-tools-cache.json"
+"""The cache file, in the wave home directory (R-CACHE-1)."""
+
+FORMAT: Final = 1
+"""The file format written; a file of another format is an empty cache."""
+
+MAX_CACHE_BYTES: Final = 32 * 1024 * 1024
+"""The largest cache file read. Tool schemas make a cache far bigger than a
+configuration file (a server with a hundred tools lists a few hundred KB), so
+the limit is not :data:`~wave_actors._config.MAX_FILE_BYTES`."""
+
+LOCK_TIMEOUT: Final = 10.0
+"""Seconds :func:`update_cache` waits by default for another writer's lock before it gives up."""
+
+SESSION_LOCK_TIMEOUT: Final = 1.0
+"""Seconds a session's write waits for another writer's lock (a write takes milliseconds) before it is dropped."""
+
+WRITE_LIMIT: Final = 2.0
+"""Seconds a session waits for one write, even while it closes; past it the write is left to its thread."""
+
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+@attrs.frozen
+class CachedTool:
+    """One tool as its server listed it.
+
+    :param name: the server's raw tool name.
+    :param description: its description.
+    :param input_schema: its input schema as sent.
+    :param read_only_hint: its ``readOnlyHint``, ``None`` when it had none;
+        ``tool_overrides`` apply when it is shown (R-TOOL-7, R-TOOL-8).
+    """
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
+    read_only_hint: bool | None = None
+
+
+@attrs.frozen(eq=False)
+class CachedServer:
+    """One server's tools at its last connect or refresh (R-CACHE-1).
+
+    :param server: the server's name.
+    :param fingerprint: its entry's fingerprint then (R-CFG-8).
+    :param workdir: the resolved workdir it was loaded for, which pruning goes by (R-CACHE-4).
+    :param last_connected: wall-clock time (``time.time()``) of that connect.
+    :param tools: what it listed; empty is a snapshot too.
+    """
+
+    server: str
+    fingerprint: str
+    workdir: str
+    last_connected: float
+    tools: tuple[CachedTool, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(server, fingerprint)``, the cache key."""
+        return (self.server, self.fingerprint)
+
+
+@attrs.frozen
+class ToolCache:
+    """Cached servers by ``(server, fingerprint)``; immutable.
+
+    :param entries: the snapshots.
+    """
+
+    entries: Mapping[tuple[str, str], CachedServer] = attrs.field(
+        factory=dict[tuple[str, str], CachedServer], converter=freeze_mapping
+    )
+
+    def lookup(self, server: str, fingerprint: str) -> CachedServer | None:
+        """The snapshot of ``server`` as configured now, or ``None`` (also when the fingerprint differs, R-CACHE-2)."""
+        return self.entries.get((server, fingerprint))
+
+    def with_entries(self, updates: Iterable[CachedServer]) -> ToolCache:
+        """This cache with ``updates`` replacing the entries of the same keys."""
+        entries = dict(self.entries)
+        entries.update((update.key, update) for update in updates)
+        return ToolCache(entries)
+
+
+EMPTY_CACHE: Final = ToolCache()
+"""The cache of a missing or unusable file."""
+
+
+def cache_file(home: Path | str | None) -> Path:
+    """``<home>/mcp-tools-cache.json``; ``None`` means ``~/.wave`` (R-CACHE-1)."""
+    return (default_home() if home is None else Path(home).expanduser()) / CACHE_FILE_NAME
+
+
+def _lock_file(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+# Reading.
+
+
+class _Unusable(Exception):
+    """The cache file exists but cannot be used; the message says why, for the debug log."""
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, ``None`` when it is missing; never opens anything but a regular file."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise _Unusable("not a regular file")
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _Unusable(f"cannot be read ({error.strerror or error})") from error
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise _Unusable("not a regular file")
+        if status.st_size > MAX_CACHE_BYTES:
+            raise _Unusable(f"too big ({status.st_size} bytes, more than {MAX_CACHE_BYTES})")
+        chunks: list[bytes] = []
+        remaining = MAX_CACHE_BYTES + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as error:
+        raise _Unusable(f"cannot be read ({error.strerror or error})") from error
+    finally:
+        os.close(descriptor)
+    if remaining <= 0:
+        raise _Unusable("too big")
+    return b"".join(chunks)
+
+
+def _tool_of(value: object) -> CachedTool | None:
+    if not isinstance(value, dict):
+        return None
+    fields = cast(dict[str, object], value)
+    name, description = fields.get("name"), fields.get("description", "")
+    schema, read_only = fields.get("input_schema", {}), fields.get("read_only_hint")
+    if (
+        not isinstance(name, str)
+        or not isinstance(description, str)
+        or not isinstance(schema, dict)
+        or not isinstance(read_only, bool | None)
+    ):
+        return None
+    return CachedTool(name, description, cast(dict[str, Any], schema), read_only)
+
+
+def _server_of(value: object) -> CachedServer | None:
+    if not isinstance(value, dict):
+        return None
+    fields = cast(dict[str, object], value)
+    server, fingerprint, workdir = fields.get("server"), fields.get("fingerprint"), fields.get("workdir")
+    last_connected, listed = fields.get("last_connected"), fields.get("tools")
+    if (
+        not isinstance(server, str)
+        or not isinstance(fingerprint, str)
+        or not isinstance(workdir, str)
+        or isinstance(last_connected, bool)
+        or not isinstance(last_connected, int | float)
+        or not isinstance(listed, list)
+    ):
+        return None
+    tools = [_tool_of(tool) for tool in cast(list[object], listed)]
+    if any(tool is None for tool in tools):
+        return None
+    return CachedServer(server, fingerprint, workdir, float(last_connected), tuple(cast(list[CachedTool], tools)))
+
+
+def _parse(data: bytes) -> list[object]:
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise _Unusable(f"not a JSON document ({type(error).__name__})") from error
+    if not isinstance(document, dict):
+        raise _Unusable("not a JSON object")
+    fields = cast(dict[str, object], document)
+    if fields.get("format") != FORMAT:
+        raise _Unusable(f"not of format {FORMAT}")
+    servers = fields.get("servers")
+    if not isinstance(servers, list):
+        raise _Unusable('"servers" is not a list')
+    return cast(list[object], servers)
+
+
+def read_cache(path: Path, *, workdir: str | None = None) -> ToolCache:
+    """Read the cache; never raises (R-CACHE-3).
+
+    :param path: the cache file (:func:`cache_file`).
+    :param workdir: keep only the entries of this resolved workdir (a
+        session's; fingerprints of other workdirs never match its servers).
+        ``None`` keeps every entry.
+    :returns: the entries; :data:`EMPTY_CACHE` when the file is missing or
+        unusable, without entries of the wrong shape.
+    """
+    try:
+        data = _read_bytes(path)
+        if data is None:
+            return EMPTY_CACHE
+        servers = _parse(data)
+    except _Unusable as problem:
+        logger.debug("tool snapshot cache %s ignored: %s", path, problem)
+        return EMPTY_CACHE
+    entries: dict[tuple[str, str], CachedServer] = {}
+    skipped = 0
+    for value in servers:
+        entry = _server_of(value)
+        if entry is None:
+            skipped += 1
+        elif workdir is None or entry.workdir == workdir:
+            entries[entry.key] = entry
+    if skipped:
+        logger.debug("tool snapshot cache %s: %d entries of the wrong shape ignored", path, skipped)
+    return ToolCache(entries) if entries else EMPTY_CACHE
+
+
+# Writing.
+
+
+def _mapping_as_dict(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(cast(Mapping[str, object], value))
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _encode_entry(entry: CachedServer) -> str | None:
+    document = {
+        "server": entry.server,
+        "fingerprint": entry.fingerprint,
+        "workdir": entry.workdir,
+        "last_connected": entry.last_connected,
+        "tools": [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+                "read_only_hint": tool.read_only_hint,
+            }
+            for tool in entry.tools
+        ],
+    }
+    try:
+        # ASCII escapes: a lone surrogate in a server's description must not make the file unwritable.
+        return json.dumps(document, separators=(",", ":"), default=_mapping_as_dict, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as error:
+        logger.debug("tool snapshot of %r not cached: %s", entry.server, error)
+        return None
+
+
+def _encode(entries: Iterable[CachedServer]) -> bytes:
+    encoded = [text for entry in entries if (text := _encode_entry(entry)) is not None]
+    return f'{{"format":{FORMAT},"servers":[{",".join(encoded)}]}}\n'.encode("ascii")
+
+
+def update_cache(
+    path: Path,
+    *,
+    workdir: str,
+    configured: Collection[tuple[str, str]],
+    updates: Iterable[CachedServer],
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> None:
+    """Record ``updates`` and prune ``workdir``'s entries that are no longer configured (R-CACHE-1, R-CACHE-4).
+
+    Under the cache's lock: read the file (an unusable one counts as empty),
+    replace the entries of the updates' keys, drop the entries of ``workdir``
+    whose ``(server, fingerprint)`` is not in ``configured`` (an update
+    included), and replace the file atomically. Entries of other workdirs are
+    kept as they are. The home directory is created when missing.
+
+    :param path: the cache file (:func:`cache_file`).
+    :param workdir: the writer's resolved workdir.
+    :param configured: ``(server, fingerprint)`` of every server the writer has configured now.
+    :param updates: the new snapshots, all of ``workdir``.
+    :param lock_timeout: seconds to wait for another writer.
+    :raises OSError: the lock or the file could not be had or written
+        (:class:`~wave_actors._config.atomic.LockTimeout` included); the file is unchanged.
+    """
+    path = Path(os.path.realpath(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keep = set(configured)
+    with exclusive_lock(_lock_file(path), timeout=lock_timeout):
+        remove_stale_temporaries(path)
+        entries = dict(read_cache(path).entries)
+        entries.update((update.key, update) for update in updates)
+        for key, entry in list(entries.items()):
+            if entry.workdir == workdir and key not in keep:
+                del entries[key]
+        try:
+            status = os.stat(path)
+        except OSError:
+            mode = 0o600  # tool descriptions may say more than their owner wants to share
+        else:
+            mode = stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else 0o600
+            if stat.S_ISDIR(status.st_mode):
+                os.rmdir(path)  # an empty directory in the cache's place is repaired too; a full one is an error
+        # Not durable: losing the latest snapshot to a power failure costs a redraw, not a whole file.
+        replace_atomically(path, _encode(entries.values()), mode=mode, durable=False)
+
+
+# A session's view and writer.
+
+
+class SessionToolCache:
+    """One session's view of the tool snapshot cache, and the writer of its servers' snapshots (R-CACHE-1, R-CACHE-2).
+
+    The view is read once, off the event loop, when the session is created,
+    and follows the session's own writes from then on. :meth:`observe` is
+    called after every change of the session: when a server has connected or
+    refreshed its tools since it last looked, its snapshot is recorded in the
+    view at once and queued for writing. The writer is a task in the
+    session's nursery, started when there is something to write and ending
+    when there is nothing left; each write runs in a worker thread, so no
+    caller and no event loop waits for the disk. Each write is shielded from
+    the session's cancellation and bounded by :data:`WRITE_LIMIT`, so a
+    session that closes right after a connect still records it, and a disk or
+    a lock holder that hangs delays the close by that much at most. A write
+    that fails is logged at debug level and dropped: the cache is a
+    convenience, never a reason to fail.
+
+    :param path: the cache file.
+    :param workdir: the session's resolved workdir.
+    :param cache: the session's entries, as read at creation.
+    :param nursery: the session's nursery, where the writer runs.
+    :param configured: ``(server, fingerprint)`` of every server the session has now.
+    """
+
+    __slots__ = ("_cache", "_configured", "_nursery", "_path", "_pending", "_seen", "_workdir", "_writing")
+
+    def __init__(
+        self,
+        path: Path,
+        workdir: str,
+        cache: ToolCache,
+        *,
+        nursery: trio.Nursery,
+        configured: Callable[[], Collection[tuple[str, str]]],
+    ) -> None:
+        self._path = path
+        self._workdir = workdir
+        self._cache = cache
+        self._nursery = nursery
+        self._configured = configured
+        self._pending: dict[tuple[str, str], CachedServer] = {}
+        self._seen: dict[str, tuple[float, object]] = {}  # server -> (last connect, tool list) last recorded
+        self._writing = False
+
+    @property
+    def cache(self) -> ToolCache:
+        """The entries the session's statuses show, its own latest snapshots included."""
+        return self._cache
+
+    def observe(self, servers: Iterable[tuple[ServerConfig, ActorState]]) -> None:
+        """Record the snapshot of every server that connected or refreshed its tools since the last call.
+
+        :param servers: each server's entry and state machine state, after a change.
+        """
+        from wave_actors._status import ServerState
+
+        updates: list[CachedServer] = []
+        for config, state in servers:
+            if state.state is not ServerState.CONNECTED or state.last_connected is None:
+                continue
+            seen = self._seen.get(config.name)
+            # A refresh hands over a new tool list even when it lists the same tools: it is written too.
+            if seen is not None and seen[0] == state.last_connected and seen[1] is state.tools:
+                continue
+            self._seen[config.name] = (state.last_connected, state.tools)
+            tools = tuple(
+                CachedTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint) for tool in state.tools
+            )
+            updates.append(CachedServer(config.name, config.fingerprint, self._workdir, state.last_connected, tools))
+        if not updates:
+            return
+        self._cache = self._cache.with_entries(updates)
+        self._pending.update((update.key, update) for update in updates)
+        if not self._writing:
+            try:
+                self._nursery.start_soon(self._write_pending, name="wave_actors.tool_cache")
+            except RuntimeError:  # the session's nursery is closed: nothing can write any more
+                logger.debug("tool snapshot cache: session closed before %d snapshot(s) were written", len(updates))
+                return
+            self._writing = True
+
+    async def _write_pending(self) -> None:
+        import functools
+
+        import trio
+
+        try:
+            while self._pending:
+                batch, self._pending = list(self._pending.values()), {}
+                write = functools.partial(
+                    update_cache,
+                    self._path,
+                    workdir=self._workdir,
+                    configured=tuple(self._configured()),
+                    updates=batch,
+                    lock_timeout=SESSION_LOCK_TIMEOUT,
+                )
+                # Shielded: a session closing right after a connect still keeps what it learned. Bounded: a
+                # disk that hangs costs WRITE_LIMIT, and its thread is left to finish on its own.
+                with trio.CancelScope(shield=True), trio.move_on_after(WRITE_LIMIT) as bound:
+                    try:
+                        await trio.to_thread.run_sync(write, abandon_on_cancel=True)
+                    except OSError as error:
+                        logger.debug("tool snapshot cache %s not written: %s", self._path, error)
+                if bound.cancelled_caught:
+                    logger.debug(
+                        "tool snapshot cache %s: a write took over %g s; left to finish", self._path, WRITE_LIMIT
+                    )
+        finally:
+            self._writing = False
