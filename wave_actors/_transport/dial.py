@@ -30,6 +30,7 @@ from wave_actors._transport.answers import ToolListingCheck, checked_streams
 from wave_actors._transport.connection import Connection
 from wave_actors._transport.failures import DialBoundary, dial_error
 from wave_actors._transport.proctree import Graces
+from wave_actors._transport.redaction import install_log_redaction, redact_text
 from wave_actors._transport.remote import heartbeat, open_remote_transport
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ async def open_connection(
     if transport is not TransportType.STDIO and not config.url:
         raise ConfigError(f"server {config.name!r} in {config.origin}: {transport.value} entry has no url")
 
+    install_log_redaction()  # before the SDK's first record (R-CFG-12)
     await _import_sdk(transport)
     from mcp.client.session import ClientSession
 
@@ -117,7 +119,7 @@ async def open_connection(
     async def handle_message(message: mcp_types.ServerNotification | Exception) -> None:
         if isinstance(message, Exception):
             # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
-            logger.debug("server %r: transport error: %s", config.name, message)
+            logger.debug("server %r: transport error: %s", config.name, redact_text(str(message)))
             return
         if on_notification is not None:
             on_notification(message)

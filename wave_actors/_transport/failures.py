@@ -32,6 +32,7 @@ import trio
 
 from wave_actors._errors import DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
 from wave_actors._transport.answers import Refusal
+from wave_actors._transport.redaction import redact_text
 from wave_actors._transport.stderr import StderrLog
 
 if TYPE_CHECKING:
@@ -139,10 +140,10 @@ def request_error(
         answer = cast("MCPError", error)
         return ToolCallError(f"{prefix}: the server answered with error {answer.code}: {answer.message}", answer.code)
     if failure is Failure.UNSERIALIZABLE:
-        return TypeError(f"{prefix}: the arguments are not JSON-serializable, so nothing was sent: {error}")
+        return TypeError(f"{prefix}: the arguments are not JSON-serializable, so nothing was sent: {_detail(error)}")
     if failure is Failure.MALFORMED:
-        return ToolCallError(f"{prefix}: {error}")
-    return ToolCallError(f"{prefix}: the server's answer was rejected: {error}")
+        return ToolCallError(f"{prefix}: {_detail(error)}")
+    return ToolCallError(f"{prefix}: the server's answer was rejected: {_detail(error)}")
 
 
 def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> WaveActorsError:
@@ -164,8 +165,9 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
 
 
 def _detail(error: Exception) -> str:
-    # An MCPError's str is its message; some trio and anyio errors have none.
-    return str(error) or type(error).__name__
+    # An MCPError's str is its message; some trio and anyio errors have none. An HTTP
+    # error names the URL it failed on, with the token in its query (R-CFG-12).
+    return redact_text(str(error)) or type(error).__name__
 
 
 class DialBoundary:

@@ -24,6 +24,7 @@ import trio
 
 from wave_actors._config import ServerConfig, TransportType
 from wave_actors._transport.connection import Connection
+from wave_actors._transport.redaction import redact_text
 
 __all__ = ["heartbeat", "open_remote_transport"]
 
@@ -139,5 +140,5 @@ async def heartbeat(connection: Connection, interval: float, timeout: float) -> 
             connection.mark_lost(f"no answer to ping within {timeout:g} s")
             return
         except Exception as exc:
-            connection.mark_lost(f"ping failed: {exc}")
+            connection.mark_lost(f"ping failed: {redact_text(str(exc)) or type(exc).__name__}")
             return
