@@ -66,3 +66,42 @@ def test_readme_example_runs(tmp_path: Path) -> None:
         assert any(line.startswith(f"{session} v") and "echo=connected" in line for line in lines)
     assert "single: one session" in lines
     assert completed.stderr == ""
+
+
+def section_blocks(title: str, language: str) -> list[str]:
+    """The ``language`` blocks of the README section headed ``## {title}``."""
+    lines: list[str] = []
+    inside, fenced = False, False
+    for line in README.read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif line.startswith("## ") and not fenced:  # a "## " line inside a block is not a heading
+            inside = line == f"## {title}\n"
+        if inside:
+            lines.append(line)
+    return re.findall(rf"^```{language}\n(.*?)^```$", "".join(lines), flags=re.MULTILINE | re.DOTALL)
+
+
+def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_path: Path) -> None:
+    # R-WS-1..4, R-APR-2: the example runs and prints exactly what the README shows.
+    [example] = section_blocks("Presenting tools to a model", "python")
+    [expected] = section_blocks("Presenting tools to a model", "text")
+    for name in ("LoadModeResolver", "tool_declarations(mode)", "working_set().render()", "approval_decision"):
+        assert name in example, name
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+
+    completed = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "HOME": str(tmp_path)},  # ~/.wave is empty: the example's server only
+        capture_output=True,
+        text=True,
+        timeout=45,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == expected
+    assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
+    assert completed.stderr == ""
