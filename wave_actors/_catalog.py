@@ -62,7 +62,7 @@ def _status(
     cache: ToolCache | None,
 ) -> ServerStatus:
     if closed and state.state is not ServerState.DISABLED:
-        state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=())
+        state = attrs.evolve(state, state=ServerState.DISCONNECTED, error=None, tools=(), warnings=())
     overrides = config.tool_overrides
     tools = tuple(
         _tool(names[(config.name, tool.name)], config.name, tool, overrides.get(tool.name)) for tool in state.tools
@@ -89,6 +89,7 @@ def _status(
         manually_disconnected=state.manually_disconnected,
         connection=ConnectionInfo.of(config),
         fingerprint=config.fingerprint,
+        warnings=state.warnings,
     )
 
 

@@ -166,6 +166,10 @@ class ServerStatus:
     :param connection: how it is reached, without secrets; ``None`` only in
         statuses not made by a session.
     :param fingerprint: its entry's fingerprint (R-CFG-8): equal fingerprints, same server.
+    :param warnings: problems that did not stop the server, one line each: a
+        tool its last listing skipped because the MCP SDK rejects it (an input
+        schema that is not an object schema, say), naming the tool and why
+        (R-TOOL-9). Kept and cleared with the live ``tools``.
     """
 
     name: str
@@ -184,6 +188,7 @@ class ServerStatus:
     manually_disconnected: bool = False
     connection: ConnectionInfo | None = None
     fingerprint: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def tool_count(self) -> int:
