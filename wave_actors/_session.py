@@ -254,6 +254,13 @@ class Session(metaclass=NoPublicConstructor):
         in ``error`` and is not retried by later turns (R-DIAL-4). Already
         connected servers are reused (R-DIAL-3). With nothing due this returns
         without a single checkpoint (R-DIAL-7).
+
+        .. note:: The dials belong to the session, not to this call. Cancel
+           the caller (the user interrupted the turn) and it returns at once,
+           while the dials carry on: the next turn finds those servers
+           connected, or still connecting, and never dials them twice. Only
+           :meth:`disconnect`, closing the session or the dial timeout end a
+           dial.
         """
         due = [actor for actor in self._actors.values() if actor.lazy_dial_due()]
         if not due or self.closed:
@@ -266,6 +273,12 @@ class Session(metaclass=NoPublicConstructor):
         """Dial ``name`` now, whatever the lazy rules say (R-DIAL-5), and wait for the outcome.
 
         A connected server is reused, not re-dialed.
+
+        .. note:: The dial belongs to the session, not to this call: a caller
+           that is cancelled stops waiting at once and the dial carries on, for
+           whoever else waits for the server (another ``connect``, the next
+           turn). To end it, call :meth:`disconnect`; closing the session and
+           the dial timeout end it too.
 
         :raises UnknownServer: no such server.
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
