@@ -11,10 +11,17 @@ Subcommands::
     wave-actors working-set          connect every enabled server, print the
                                      working-set section and what each load mode costs
     wave-actors demo                 a self-contained walkthrough on bundled servers
+    wave-actors add SERVER [--scope user|project] -- COMMAND ARGS...
+    wave-actors add SERVER [--scope user|project] --url URL
+                                     add a server to the user or project file
+    wave-actors remove SERVER [--scope user|project]
+                                     remove a server from its file
 
 Every subcommand takes ``--json``; those that read configuration take
 ``--workdir`` (default: the current directory), ``--home`` (default:
-``~/.wave``) and ``--trust`` (default: ``all``, as the library's). Exit codes:
+``~/.wave``) and ``--trust`` (default: ``all``, as the library's); ``add`` and
+``remove`` take the first two and edit through
+:class:`~wave_actors._config.store.ConfigStore` (R-STORE). Exit codes:
 :data:`~wave_actors._console.EXIT_OK`, :data:`~wave_actors._console.EXIT_FAILURE`
 (a tool error, a dial or transport failure),
 :data:`~wave_actors._console.EXIT_USAGE` (bad arguments, unknown or unusable
@@ -48,7 +55,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast, get_args
 
-from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, TransportType, TrustMode, load_config
+import attrs
+
+from wave_actors._config import (
+    ConfigError,
+    Diagnostic,
+    LoadedConfig,
+    ServerConfig,
+    TransportType,
+    TrustMode,
+    load_config,
+)
+from wave_actors._config.store import ConfigChanged, ConfigFile, ConfigStore
 from wave_actors._console import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -207,7 +225,64 @@ def _parser() -> argparse.ArgumentParser:
         "server: lazy dial, calls, disconnect, crash and reconnect, destroy, and zero processes left. "
         "Reads no configuration.",
     )
+    _add_edit_commands(commands, output)
     return parser
+
+
+def _add_edit_commands(commands: Any, output: argparse.ArgumentParser) -> None:
+    """``add`` and ``remove``: edit the user or project file, the way ``claude mcp add/remove`` does (R-STORE)."""
+    edited = _Parser(add_help=False)
+    edited.add_argument(
+        "--workdir", type=Path, default=None, help="project directory holding .mcp.json (default: current directory)"
+    )
+    edited.add_argument(
+        "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
+    )
+    edits = "exit codes: 0 done; 1 the file could not be written or changed meanwhile; 2 bad arguments, an "
+    edits += "invalid entry, an unknown or existing name, or a file that is not valid configuration JSON"
+    add = commands.add_parser(
+        "add",
+        parents=[edited, output],
+        help="add a server to the user or project file",
+        description="Add SERVER to the user file (<home>/mcp.json, the default) or the project file "
+        "(<workdir>/.mcp.json): a stdio server is the command after --, a remote one is --url. The entry is "
+        "validated like the loader does before anything is written; values are stored as given, ${VAR} "
+        "included. Running sessions see the change when they are reconfigured.",
+        epilog=f"example: {_PROGRAM} add files --scope project -e ROOT=/srv -- python3 -m files_server; {edits}",
+    )
+    add.add_argument("server", metavar="SERVER")
+    add.add_argument(
+        "command_line", nargs="*", metavar="COMMAND [ARGS ...]", help="the stdio server to start, after --"
+    )
+    add.add_argument("--scope", choices=("user", "project"), default="user", help="which file (default: user)")
+    add.add_argument("--url", default=None, help="the endpoint of an http or sse server")
+    add.add_argument("-t", "--transport", choices=("stdio", "http", "sse"), default=None, help="the transport type")
+    add.add_argument(
+        "-e", "--env", action="append", default=[], metavar="NAME=VALUE", help="a variable for a stdio server"
+    )
+    add.add_argument(
+        "-H", "--header", action="append", default=[], metavar="NAME: VALUE", help="a header for a remote server"
+    )
+    add.add_argument("--cwd", default=None, help="a stdio server's working directory")
+    add.add_argument("--tool-timeout-ms", type=int, default=None, metavar="MS", help="each call's deadline")
+    add.add_argument("--disabled", action="store_true", help='add it with "enabled": false')
+    add.add_argument("--replace", action="store_true", help="replace an entry of the same name in that file")
+    remove = commands.add_parser(
+        "remove",
+        parents=[edited, output],
+        help="remove a server from the user or project file",
+        description="Remove SERVER from the file that defines it; with --scope, from that file. Other entries, "
+        "other keys and the file's formatting are kept. Running sessions see the change when they are "
+        "reconfigured.",
+        epilog=edits,
+    )
+    remove.add_argument("server", metavar="SERVER")
+    remove.add_argument(
+        "--scope",
+        choices=("user", "project"),
+        default=None,
+        help="which file (default: the one that defines SERVER; if both do, say which)",
+    )
 
 
 def _workdir(arguments: argparse.Namespace) -> Path:
@@ -233,10 +308,44 @@ def _configured_state(config: ServerConfig) -> str:
     return "disconnected" if config.enabled else "disabled"
 
 
+def _statuses_before_dialing(loaded: LoadedConfig, home: Path | None) -> dict[str, ServerStatus]:
+    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
+    from wave_actors._actor.machine import initial_state
+    from wave_actors._cache import cache_file, read_cache
+    from wave_actors._catalog import build_snapshot
+
+    cache = read_cache(cache_file(home), workdir=loaded.workdir)
+    servers = [(config, initial_state(enabled=config.enabled)) for config in loaded.servers.values()]
+    return {status.name: status for status in build_snapshot(0, servers, cache=cache).servers}
+
+
+def _cached_document(status: ServerStatus) -> dict[str, object]:
+    connection = status.connection
+    return {
+        "tools": [tool.name for tool in status.tools],
+        "tools_cached": status.tools_cached,
+        "last_connected": status.last_connected,
+        "connection": None
+        if connection is None
+        else {**attrs.asdict(connection), "display": connection.display},
+    }
+
+
+def _cached_tools_block(statuses: Sequence[ServerStatus]) -> str:
+    lines = ["cached tools (listed at the server's last connect; not connected now):"]
+    for status in statuses:
+        if status.tools_cached:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.last_connected or 0))
+            names = ", ".join(tool.tool for tool in status.tools) or "no tools"
+            lines.append(f"  {status.name} ({len(status.tools)} at {when}): {names}")
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
 def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
     workdir = _workdir(arguments)
     loaded: LoadedConfig = load_config(workdir, home=_home(arguments), trust=_trust(arguments))
     configs = [loaded.servers[name] for name in sorted(loaded.servers)]
+    statuses = _statuses_before_dialing(loaded, _home(arguments))
     if arguments.json:
         _write_json(
             {
@@ -251,6 +360,7 @@ def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
                         "state": _configured_state(config),
                         "tool_timeout_ms": config.tool_timeout_ms,
                         "fingerprint": config.fingerprint,
+                        **_cached_document(statuses[config.name]),
                     }
                     for config in configs
                 ],
@@ -272,6 +382,9 @@ def _servers(arguments: argparse.Namespace, out: TextIO) -> int:
             for config in configs
         ]
         out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
+        cached = _cached_tools_block([statuses[config.name] for config in configs])
+        if cached:
+            out.write(f"\n{printable(cached)}\n")
     else:
         out.write(f"no MCP servers configured for {printable(loaded.workdir)}\n")
     if loaded.diagnostics:
@@ -571,6 +684,123 @@ async def _working_set(arguments: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# add and remove
+
+
+def _split_command_line(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``add``'s arguments before ``--``, and the server's command line after it.
+
+    argparse cannot give a positional that follows options everything after
+    ``--`` (the positional is matched, empty, before the options), so the
+    command line is taken off first.
+    """
+    if argv[:1] == ["add"] and "--" in argv:
+        split = argv.index("--")
+        return argv[:split], argv[split + 1 :]
+    return argv, []
+
+
+def _store(arguments: argparse.Namespace) -> ConfigStore:
+    return ConfigStore(_workdir(arguments), home=_home(arguments))
+
+
+def _edit_failed(error: ConfigError) -> NoReturn:
+    """A refused edit: exit 1 when the file could not be written or changed meanwhile, else 2."""
+    failed = isinstance(error, ConfigChanged) or isinstance(error.__cause__, OSError)
+    fail(error, EXIT_FAILURE if failed else EXIT_USAGE)
+
+
+def _edit_document(action: str, name: str, written: ConfigFile, out: TextIO, as_json: bool) -> int:
+    where = f"{written.path} ({written.scope.value} file)"
+    if as_json:
+        document = {
+            "action": action,
+            "server": name,
+            "scope": written.scope.value,
+            "file": str(written.path),
+            "version": written.version,
+        }
+        _write_json(document, out)
+    else:
+        out.write(f"{action} server {printable(repr(name))}: {printable(where)}\n")
+    return EXIT_OK
+
+
+def _pairs(values: Sequence[str], separator: str, option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for number, value in enumerate(values, 1):
+        key, found, rest = value.partition(separator)
+        if not found or not key.strip():
+            example = "NAME=VALUE" if separator == "=" else "'NAME: VALUE'"
+            # The value is not shown: it may be a token given without its name.
+            fail(f"{option} number {number}: expected {example}", EXIT_USAGE)
+        pairs[key.strip()] = rest if separator == "=" else rest.strip()
+    return pairs
+
+
+def _add(arguments: argparse.Namespace, out: TextIO) -> int:
+    name = cast(str, arguments.server)
+    command_line = cast(list[str], arguments.command_line)
+    url = cast(str | None, arguments.url)
+    if bool(command_line) == (url is not None):
+        fail("give either the command of a stdio server after -- or --url for a remote one", EXIT_USAGE)
+    entry: dict[str, object] = {}
+    if arguments.transport is not None:
+        entry["type"] = arguments.transport
+    if command_line:
+        entry["command"] = command_line[0]
+        if command_line[1:]:
+            entry["args"] = command_line[1:]
+    else:
+        entry["url"] = url
+    if arguments.env:
+        entry["env"] = _pairs(cast(list[str], arguments.env), "=", "--env")
+    if arguments.header:
+        entry["headers"] = _pairs(cast(list[str], arguments.header), ":", "--header")
+    if arguments.cwd is not None:
+        entry["cwd"] = arguments.cwd
+    if arguments.tool_timeout_ms is not None:
+        entry["tool_timeout_ms"] = arguments.tool_timeout_ms
+    if arguments.disabled:
+        entry["enabled"] = False
+    store = _store(arguments)
+    try:
+        current = store.read(arguments.scope)
+        if name in current.servers and not arguments.replace:
+            fail(
+                f"server {name!r} exists already in {current.path}; add --replace to replace it, "
+                f"or remove it first ({_PROGRAM} remove {name} --scope {arguments.scope})",
+                EXIT_USAGE,
+            )
+        written = store.put(name, entry, arguments.scope, current.version)
+    except ConfigError as error:
+        _edit_failed(error)
+    action = "replaced" if name in current.servers else "added"
+    return _edit_document(action, name, written, out, cast(bool, arguments.json))
+
+
+def _remove(arguments: argparse.Namespace, out: TextIO) -> int:
+    name = cast(str, arguments.server)
+    store = _store(arguments)
+    try:
+        scopes = [cast(str, arguments.scope)] if arguments.scope is not None else ["project", "user"]
+        defining = [read for read in (store.read(scope) for scope in scopes) if name in read.servers]
+        if not defining:
+            files = " or ".join(str(store.path(scope)) for scope in scopes)
+            fail(f"no server {name!r} in {files}", EXIT_USAGE)
+        if len(defining) > 1:
+            fail(
+                f"server {name!r} is in both {defining[0].path} and {defining[1].path}; say which with "
+                "--scope project or --scope user",
+                EXIT_USAGE,
+            )
+        [read] = defining
+        written = store.remove(name, read.scope, read.version)
+    except ConfigError as error:
+        _edit_failed(error)
+    return _edit_document("removed", name, written, out, cast(bool, arguments.json))
+
+
 # demo
 
 
@@ -611,7 +841,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     escape_unencodable(sys.stdout)
     escape_unencodable(sys.stderr)
+    argv, command_line = _split_command_line(list(sys.argv[1:] if argv is None else argv))
     arguments = _parser().parse_args(argv)
+    if command_line:
+        arguments.command_line = [*arguments.command_line, *command_line]
     _configure_logging()
     out = sys.stdout
     command = cast(str, arguments.command)
@@ -626,6 +859,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cast(int, run_unwrapped(_watch, arguments, out))
         if command == "working-set":
             return cast(int, run_unwrapped(_working_set, arguments, out))
+        if command == "add":
+            return _add(arguments, out)
+        if command == "remove":
+            return _remove(arguments, out)
         return _demo(arguments, out)
     except CommandFailed as error:
         out.flush()
