@@ -51,7 +51,7 @@ from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._tools import (
-    GATEWAY_TOOLS,
+    MCP_CALL,
     MCP_DESCRIBE,
     LoadMode,
     ToolDeclaration,
@@ -405,7 +405,8 @@ class Session(metaclass=NoPublicConstructor):
             # no-replay and error rules as a direct call (R-TOOL-4..6).
             return await self.call_tool(tool.name, request.arguments)
         except TypeError as error:
-            return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {error}. Nothing was sent.")
+            why = str(error).removesuffix("; nothing was sent")
+            return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {why}. Nothing was sent.")
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
@@ -431,7 +432,7 @@ class Session(metaclass=NoPublicConstructor):
             a non-string key, NaN, a circular or too deep nesting); nothing was
             sent and the connection is untouched (R-TOOL-9).
         """
-        if name in GATEWAY_TOOLS:
+        if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
             return await self._call_gateway(name, arguments)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
