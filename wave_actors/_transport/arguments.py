@@ -1,14 +1,11 @@
-"""Tool-call arguments, checked and made plain JSON in the caller's task (R-TOOL-9).
+"""Tool-call arguments, checked in the caller's task before anything is queued (R-TOOL-9).
 
 A value JSON cannot carry must fail the one call that holds it, in the task
-that made it, before anything is queued. Found later, in the stdio writer,
-it ends the writer and with it the whole connection: an unrelated call in
-flight fails, the server restarts, and a few such calls spend the reconnect
-budget. So :func:`tool_call_arguments`, called by
-:meth:`Session.call_tool <wave_actors.Session.call_tool>`, walks the
-arguments once and returns a plain copy (``dict``, ``list``, ``str``,
-``int``, ``float``, ``bool``, ``None``) that is exactly what will be sent:
-the caller may mutate its own mapping afterwards without changing the call.
+that made it. Found later, in the stdio writer, it ends the writer and with
+it the whole connection: an unrelated call in flight fails, the server
+restarts, and a few such calls spend the reconnect budget. So
+:meth:`Session.call_tool <wave_actors.Session.call_tool>` calls
+:func:`tool_call_arguments` first.
 
 What JSON cannot carry, each a :class:`TypeError` naming where it is:
 
@@ -18,30 +15,48 @@ What JSON cannot carry, each a :class:`TypeError` naming where it is:
   would silently turn ``1`` into ``"1"``);
 - ``bytes``, sets and other objects (no JSON type);
 - ``NaN`` and the infinities (not JSON numbers; the SDK would send ``null``);
-- an integer of more than about 4 000 digits (Python's own JSON reader, which
-  many servers use, refuses more than 4 300);
+- an integer too long to write as text (Python's limit, 4 300 digits, is
+  also what a server written in Python reads back);
 - containers nested more than :data:`MAX_DEPTH` levels, or containing
   themselves (MCP servers built on the reference SDK refuse messages nested
   past about 200 levels, the envelope included).
 
-The walk costs a few microseconds for ordinary arguments; its only
-per-element work is a type test, and strings are checked with one
-``isascii`` call unless they hold non-ASCII text.
+Cost. One walk that makes the plain copy sent (``dict``, ``list``, ``str``,
+``int``, ``float``, ``bool``, ``None``: a ``MappingProxyType`` or a named
+tuple inside becomes plain data, and the caller may change its own mapping
+afterwards). Plain scalars are checked inline with a type test (and one
+``isascii`` per string), so ordinary arguments cost well under a microsecond
+and a thousand records about what the SDK then spends serializing them.
+Circular references are looked for only once the walk went too deep, so
+nothing tracks the containers on the way.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, cast
 
-__all__ = ["MAX_DEPTH", "tool_call_arguments"]
+__all__ = ["MAX_CONTAINERS", "MAX_DEPTH", "tool_call_arguments"]
 
 MAX_DEPTH: Final = 100
 """How deeply arguments may nest objects and arrays (the arguments object itself is level 1)."""
 
-# About 3 900 decimal digits: under Python's limit of 4 300 for turning an int into text.
-_MAX_INT_BITS: Final = 13_000
+MAX_CONTAINERS: Final = 100_000
+"""How many objects and arrays arguments may hold in all (a list of numbers is one).
+
+A container held twice is written twice, so shared containers nested a few
+dozen levels deep would be astronomically large as JSON: this bound ends the
+walk (and says so) within a fraction of a second instead of freezing the
+host on them. A hundred thousand records is megabytes of JSON, past what a
+tool call carries."""
+_TOO_MANY: Final = f"more than {MAX_CONTAINERS:,} objects and arrays in all (shared ones count each time they appear)"
+# Below this many bits an int is far from Python's 4 300-digit limit for writing it as text.
+_SAFE_INT_BITS: Final = 14_000
+
+
+class _TooDeep(Exception):
+    """Nested past :data:`MAX_DEPTH`; a cycle always is, so the caller then tells which it was."""
 
 
 class _Unsendable(Exception):
@@ -72,14 +87,59 @@ def tool_call_arguments(name: object, arguments: object) -> dict[str, Any]:
             f"arguments of {name!r} must be a JSON object (a mapping), not {type(arguments).__name__}; nothing was sent"
         )
     try:
-        return _object(cast("Mapping[Any, Any]", arguments), 1, set())
+        return _object(cast("Mapping[Any, Any]", arguments), 1, [MAX_CONTAINERS])
     except _Unsendable as error:
         where = "".join(reversed(error.path))
         raise TypeError(f"arguments{where} of {name!r}: {error.reason}; nothing was sent") from None
+    except _TooDeep:
+        # Tracking the containers on the path would cost every call; a cycle is found only when one is suspected.
+        looped = _circular(cast("Mapping[Any, Any]", arguments))
+        what = "contain themselves (a circular reference)" if looped else f"nest deeper than {MAX_DEPTH} levels"
+        raise TypeError(f"arguments of {name!r} {what}, which JSON cannot carry; nothing was sent") from None
 
 
-def _object(value: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str, Any]:
-    _enter(value, depth, active)
+def _circular(root: object) -> bool:
+    """Whether ``root`` contains itself: a depth-first search that visits each container once."""
+    on_path: set[int] = set()
+    finished: set[int] = set()
+    stack: list[tuple[int, Iterator[Any]]] = []
+    members = _members(root)
+    if members is None:
+        return False
+    on_path.add(id(root))
+    stack.append((id(root), members))
+    while stack:
+        container, remaining = stack[-1]
+        for child in remaining:
+            inner = _members(child)
+            if inner is None or id(child) in finished:
+                continue
+            if id(child) in on_path:
+                return True
+            on_path.add(id(child))
+            stack.append((id(child), inner))
+            break
+        else:
+            stack.pop()
+            on_path.discard(container)
+            finished.add(container)
+    return False
+
+
+def _members(value: object) -> Iterator[Any] | None:
+    if isinstance(value, Mapping):
+        return iter(cast("Mapping[Any, Any]", value).values())
+    if isinstance(value, list | tuple):
+        return iter(cast("list[Any]", value))
+    return None
+
+
+def _object(value: Mapping[Any, Any], depth: int, budget: list[int]) -> dict[str, Any]:
+    if depth > MAX_DEPTH:
+        raise _TooDeep
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Unsendable(_TOO_MANY)
     plain: dict[str, Any] = {}
     for key, item in value.items():
         if type(key) is not str:
@@ -88,45 +148,60 @@ def _object(value: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str,
             key = str.__str__(key)  # a StrEnum member, say: its plain text
         if not key.isascii():
             _check_text(key, "a key")
+        # The plain scalars inline (here and in _array): a call per value would be most of the walk's cost.
+        kind = type(cast("object", item))
+        if (
+            (kind is str and item.isascii())
+            or (kind is int and item.bit_length() <= _SAFE_INT_BITS)
+            or (kind is float and -math.inf < item < math.inf)
+            or item is None
+            or kind is bool
+        ):
+            plain[key] = item
+            continue
         try:
-            plain[key] = _value(item, depth, active)
+            plain[key] = _value(item, depth, budget)
         except _Unsendable as error:
             error.path.append(f"[{_shown(key)}]")
             raise
-    active.discard(id(value))
     return plain
 
 
-def _array(value: list[Any] | tuple[Any, ...], depth: int, active: set[int]) -> list[Any]:
-    _enter(value, depth, active)
+def _array(value: list[Any] | tuple[Any, ...], depth: int, budget: list[int]) -> list[Any]:
+    if depth > MAX_DEPTH:
+        raise _TooDeep
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Unsendable(_TOO_MANY)
     plain: list[Any] = []
     for index, item in enumerate(value):
+        kind = type(cast("object", item))
+        if (
+            (kind is str and item.isascii())
+            or (kind is int and item.bit_length() <= _SAFE_INT_BITS)
+            or (kind is float and -math.inf < item < math.inf)
+            or item is None
+            or kind is bool
+        ):
+            plain.append(item)
+            continue
         try:
-            plain.append(_value(item, depth, active))
+            plain.append(_value(item, depth, budget))
         except _Unsendable as error:
             error.path.append(f"[{index}]")
             raise
-    active.discard(id(value))
     return plain
 
 
-def _enter(container: object, depth: int, active: set[int]) -> None:
-    if id(container) in active:
-        raise _Unsendable("a circular reference: the value contains itself, which JSON cannot express")
-    if depth > MAX_DEPTH:
-        raise _Unsendable(f"nested deeper than {MAX_DEPTH} levels of objects and arrays")
-    active.add(id(container))
-
-
-def _value(value: object, depth: int, active: set[int]) -> Any:
+def _value(value: object, depth: int, budget: list[int]) -> Any:
     # Exact types first: they are nearly every value, and a type test is the cheapest check there is.
     if type(value) is str:
         if not value.isascii():
             _check_text(value, "a string")
         return value
     if type(value) is int:
-        if value.bit_length() > _MAX_INT_BITS:
-            raise _Unsendable("an integer of more than 3 900 digits; servers cannot read it back")
+        if value.bit_length() > _SAFE_INT_BITS:
+            _check_integer(value)
         return value
     if value is None or type(value) is bool:
         return value
@@ -134,28 +209,37 @@ def _value(value: object, depth: int, active: set[int]) -> Any:
         if not math.isfinite(value):
             raise _Unsendable(f"{value!r} is not a JSON number (NaN and the infinities are not finite)")
         return value
-    if isinstance(value, Mapping):
-        return _object(cast("Mapping[Any, Any]", value), depth + 1, active)
+    if type(value) is dict:
+        return _object(cast("dict[Any, Any]", value), depth + 1, budget)
     if type(value) is list or type(value) is tuple:
-        return _array(cast("list[Any]", value), depth + 1, active)
-    return _subclass_value(value, depth, active)
+        return _array(cast("list[Any]", value), depth + 1, budget)
+    return _subclass_value(value, depth, budget)
 
 
-def _subclass_value(value: object, depth: int, active: set[int]) -> Any:
-    """Subclasses of the JSON types (``IntEnum``, ``StrEnum``, named tuples...) as their plain base value."""
+def _subclass_value(value: object, depth: int, budget: list[int]) -> Any:
+    """Other mappings, and subclasses of the JSON types (``IntEnum``, ``StrEnum``, named tuples...), made plain."""
+    if isinstance(value, Mapping):  # an ABC check, slower than a type test: only past the common types
+        return _object(cast("Mapping[Any, Any]", value), depth + 1, budget)
     if isinstance(value, str):
-        return _value(str.__str__(value), depth, active)
+        return _value(str.__str__(value), depth, budget)
     if isinstance(value, int):
-        return _value(int(value), depth, active)
+        return _value(int(value), depth, budget)
     if isinstance(value, float):
-        return _value(float(value), depth, active)
+        return _value(float(value), depth, budget)
     if isinstance(value, list | tuple):
-        return _array(cast("list[Any]", value), depth + 1, active)
+        return _array(cast("list[Any]", value), depth + 1, budget)
     if isinstance(value, bytes | bytearray | memoryview):
         raise _Unsendable(f"a value {_kind(value)}; JSON has no bytes: decode them to text, or encode them (base64)")
     if isinstance(value, set | frozenset):
         raise _Unsendable(f"a value {_kind(value)}; JSON has no sets: pass a list")
     raise _Unsendable(f"a value {_kind(value)}, which is not a JSON value")
+
+
+def _check_integer(value: int) -> None:
+    try:
+        str(value)
+    except ValueError:
+        raise _Unsendable("an integer too long to write as text (more than 4 300 digits)") from None
 
 
 def _check_text(text: str, what: str) -> None:
