@@ -7,10 +7,11 @@ back to ``(server, raw tool)``. Status display, declarations and call
 resolution all read the same snapshot, so a name the model saw resolves to the
 tool it was shown, and nothing here does I/O.
 
-A server without a live connection (``disconnected`` or ``disabled``) of a
-session still open shows the tools of its cache entry, when the tool
-snapshot cache has one for its name and current fingerprint, marked
-``tools_cached`` with that entry's connect time (R-CACHE-2). Their names are given per server, apart from the
+A server not dialed in this session (``disconnected`` or ``disabled``, the
+session open) shows the tools of its cache entry, when the tool snapshot
+cache has one for its name and current fingerprint, marked ``tools_cached``
+with that entry's connect time (R-CACHE-2). Once dialed, a server shows what
+its connection says: a manual disconnect clears its tools. Their names are given per server, apart from the
 live ones, so a cached tool never changes a live tool's name; the snapshot
 never resolves them and declarations never include them (R-TOOL-3).
 """
@@ -68,7 +69,7 @@ def _status(
         _tool(names[(config.name, tool.name)], config.name, tool, overrides.get(tool.name)) for tool in state.tools
     )
     cached = None
-    if cache is not None and not closed and not tools and state.state in _SHOWS_CACHE:
+    if cache is not None and not closed and not state.dialed and state.state in _SHOWS_CACHE:
         cached = cache.lookup(config.name, config.fingerprint)
         if cached is not None:
             tools = _cached_tools(config, cached)

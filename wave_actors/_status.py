@@ -152,8 +152,8 @@ class ServerStatus:
     :param tools: the live tool list, kept while reconnecting (R-RACE-4), or
         the cached snapshot when ``tools_cached`` is true (R-CACHE-2).
     :param tools_cached: the tools come from the snapshot cache, not a live
-        connection: shown for a server that is ``disconnected`` or ``disabled``,
-        never declared to a model nor callable (R-CACHE-2, R-TOOL-3).
+        connection: shown for a server not dialed in this session, never
+        declared to a model nor callable (R-CACHE-2, R-TOOL-3).
     :param last_connected: wall-clock time (``time.time()``) of the last
         successful connect, or ``None``; with cached tools, the connect they
         were listed at, perhaps in another session or process.
