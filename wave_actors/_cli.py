@@ -325,9 +325,7 @@ def _cached_document(status: ServerStatus) -> dict[str, object]:
         "tools": [tool.name for tool in status.tools],
         "tools_cached": status.tools_cached,
         "last_connected": status.last_connected,
-        "connection": None
-        if connection is None
-        else {**attrs.asdict(connection), "display": connection.display},
+        "connection": None if connection is None else {**attrs.asdict(connection), "display": connection.display},
     }
 
 
