@@ -16,9 +16,13 @@ from collections import OrderedDict, namedtuple
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given, strategies as st
 
+from wave_actors import ServerConfig, Source
+from wave_actors._transport import Graces, TransportOptions, open_connection
 from wave_actors._transport.arguments import MAX_CONTAINERS, MAX_DEPTH, tool_call_arguments
+from wave_actors.testing import reference_server_entry
 
 json_values: st.SearchStrategy[Any] = st.recursive(
     st.none()
@@ -87,6 +91,26 @@ def test_nesting_is_allowed_to_the_limit_and_refused_past_it() -> None:
         tool_call_arguments("t", nested(MAX_DEPTH + 1))
     with pytest.raises(TypeError, match="nest deeper"):
         tool_call_arguments("t", nested(100_000))  # no RecursionError, whatever the depth
+
+
+async def test_the_deepest_arguments_allowed_reach_a_server_built_on_the_reference_sdk() -> None:
+    # MAX_DEPTH is chosen for these servers: deeper, their parser could not read the request at all.
+    entry = reference_server_entry()
+    config = ServerConfig(
+        name="reference",
+        source=Source.CONSTRUCTOR,
+        origin="constructor",
+        type="stdio",
+        command=str(entry["command"]),
+        args=tuple(str(arg) for arg in entry["args"]),  # type: ignore[union-attr]
+    )
+    arguments = tool_call_arguments("echo", {"text": "deep", "extra": nested(MAX_DEPTH - 1)})
+    with trio.fail_after(30):
+        async with open_connection(
+            config, options=TransportOptions(graces=Graces(eof=1, term=1, kill=1))
+        ) as connection:
+            result = await connection.call_tool("echo", arguments, timeout=10)
+    assert not result.is_error and "deep" in result.content[0].text  # type: ignore[union-attr]
 
 
 def test_a_circular_reference_is_named_as_such() -> None:

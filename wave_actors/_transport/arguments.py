@@ -18,8 +18,8 @@ What JSON cannot carry, each a :class:`TypeError` naming where it is:
 - an integer too long to write as text (Python's limit, 4 300 digits, is
   also what a server written in Python reads back);
 - containers nested more than :data:`MAX_DEPTH` levels, or containing
-  themselves (MCP servers built on the reference SDK refuse messages nested
-  past about 200 levels, the envelope included).
+  themselves (MCP servers built on the reference SDK cannot read messages
+  nested past 200 levels, the request included).
 
 Cost. One walk that makes the plain copy sent (``dict``, ``list``, ``str``,
 ``int``, ``float``, ``bool``, ``None``: a ``MappingProxyType`` or a named
@@ -39,8 +39,12 @@ from typing import Any, Final, cast
 
 __all__ = ["MAX_CONTAINERS", "MAX_DEPTH", "tool_call_arguments"]
 
-MAX_DEPTH: Final = 100
-"""How deeply arguments may nest objects and arrays (the arguments object itself is level 1)."""
+MAX_DEPTH: Final = 192
+"""How deeply arguments may nest objects and arrays (the arguments object itself is level 1).
+
+A little under what servers built on the reference MCP SDK can read: their
+JSON parser stops 200 levels deep, the request around the arguments
+included, and a request it cannot read is never answered."""
 
 MAX_CONTAINERS: Final = 100_000
 """How many objects and arrays arguments may hold in all (a list of numbers is one).
@@ -91,7 +95,7 @@ def tool_call_arguments(name: object, arguments: object) -> dict[str, Any]:
     except _Unsendable as error:
         where = "".join(reversed(error.path))
         raise TypeError(f"arguments{where} of {name!r}: {error.reason}; nothing was sent") from None
-    except _TooDeep:
+    except (_TooDeep, RecursionError):  # the latter only when called from very deep in the caller's stack
         # Tracking the containers on the path would cost every call; a cycle is found only when one is suspected.
         looped = _circular(cast("Mapping[Any, Any]", arguments))
         what = "contain themselves (a circular reference)" if looped else f"nest deeper than {MAX_DEPTH} levels"
