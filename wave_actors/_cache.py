@@ -40,10 +40,13 @@ nursery that runs only while there is something to write.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -267,20 +270,51 @@ def _parse(data: bytes) -> list[object]:
     return cast(list[object], servers)
 
 
-def read_cache(path: Path, *, workdir: str | None = None) -> ToolCache:
+# Sessions of one workdir share what they read: a chat bridge holds a session per conversation, all in one
+# project, and each holding its own copy of every tool schema would cost memory per idle session (R-HOST-3).
+# Keyed by the content's hash, so a changed file is never served stale; a few entries only.
+_SHARED: Final[OrderedDict[tuple[bytes, str | None], ToolCache]] = OrderedDict()
+_SHARED_LOCK: Final = threading.Lock()
+_SHARED_SIZE: Final = 8
+
+
+def read_cache(path: Path, *, workdir: str | None = None, shared: bool = False) -> ToolCache:
     """Read the cache; never raises (R-CACHE-3).
 
     :param path: the cache file (:func:`cache_file`).
     :param workdir: keep only the entries of this resolved workdir (a
         session's; fingerprints of other workdirs never match its servers).
         ``None`` keeps every entry.
+    :param shared: return the same (immutable) :class:`ToolCache` to every
+        reader of the same content and workdir, instead of parsing again.
     :returns: the entries; :data:`EMPTY_CACHE` when the file is missing or
         unusable, without entries of the wrong shape.
     """
     try:
         data = _read_bytes(path)
-        if data is None:
-            return EMPTY_CACHE
+    except _Unusable as problem:
+        logger.debug("tool snapshot cache %s ignored: %s", path, problem)
+        return EMPTY_CACHE
+    if data is None:
+        return EMPTY_CACHE
+    if not shared:
+        return _cache_of(data, path, workdir)
+    key = (hashlib.blake2b(data, digest_size=16).digest(), workdir)
+    with _SHARED_LOCK:
+        cache = _SHARED.get(key)
+        if cache is not None:
+            _SHARED.move_to_end(key)
+            return cache
+    cache = _cache_of(data, path, workdir)
+    with _SHARED_LOCK:
+        _SHARED[key] = cache
+        while len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
+    return cache
+
+
+def _cache_of(data: bytes, path: Path, workdir: str | None) -> ToolCache:
+    try:
         servers = _parse(data)
     except _Unusable as problem:
         logger.debug("tool snapshot cache %s ignored: %s", path, problem)

@@ -68,7 +68,7 @@ class SessionParameters:
             loaded = load_config(
                 self.workdir, home=self.home, constructor=self.constructor, plugins=self.plugins, trust=self.trust
             )
-            return loaded, read_cache(self.tool_cache_file, workdir=loaded.workdir)
+            return loaded, read_cache(self.tool_cache_file, workdir=loaded.workdir, shared=True)
 
         return await trio.to_thread.run_sync(load)
 

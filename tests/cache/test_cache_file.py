@@ -386,3 +386,16 @@ async def test_a_session_writes_after_each_connect_and_refresh_only(tmp_path: Pa
     emptied = (config, attrs.evolve(first[1], last_connected=2.0, tools=()))
     await _observe(path, str(tmp_path), emptied)
     assert read_cache(path).entries[("s", config.fingerprint)].tools == ()
+
+
+def test_sessions_of_a_workdir_share_one_read_and_never_a_stale_one(path: Path) -> None:
+    # R-HOST-3: a thousand idle sessions of one project hold one copy of its tool schemas.
+    write(path, entry("files"))
+    first = read_cache(path, workdir=WORKDIR, shared=True)
+    assert read_cache(path, workdir=WORKDIR, shared=True) is first
+    assert read_cache(path, workdir=WORKDIR) is not first  # unshared reads parse afresh
+    write(path, entry("files", tools=("a", "b")))
+    changed = read_cache(path, workdir=WORKDIR, shared=True)
+    assert changed is not first
+    files = changed.lookup("files", "f1")
+    assert files is not None and [tool.name for tool in files.tools] == ["a", "b"]
