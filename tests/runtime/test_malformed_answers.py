@@ -63,3 +63,16 @@ async def test_a_tool_whose_schema_the_sdk_rejects_is_skipped_and_the_others_sta
 async def test_a_server_with_only_valid_tools_has_no_warnings(tmp_path: Path) -> None:
     async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
         assert session.server("f").warnings == ()
+
+
+async def test_a_refreshed_listing_says_again_what_it_skipped(tmp_path: Path) -> None:
+    # R-TOOL-9 with R-RACE-7: the warnings belong to the latest listing, refreshes included.
+    entry = fault_server_entry(invalid_schema=["broken"])
+    async with connected_session(tmp_path, {"f": entry}, options=PATIENT) as session:
+        await session.call_tool("mcp__f__notify_list_changed", {"add_tool": "added"})
+        with trio.fail_after(10):
+            snapshot = await session.wait_for(lambda s: any(tool.tool == "added" for tool in s.server("f").tools))
+        status = snapshot.server("f")
+        assert len(status.warnings) == 1 and "'broken'" in status.warnings[0]
+        await session.disconnect("f")
+        assert session.server("f").warnings == ()  # cleared with the tools
