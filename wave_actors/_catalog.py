@@ -85,7 +85,7 @@ def _status(
         last_connected=state.last_connected if cached is None else state.last_connected or cached.last_connected,
         generation=state.generation,
         instructions=state.instructions,
-        description=config.description or None,
+        description=config.description or state.server_purpose or None,
         enabled=config.enabled,
         manually_disconnected=state.manually_disconnected,
         connection=ConnectionInfo.of(config),

@@ -159,8 +159,10 @@ class ServerStatus:
         were listed at, perhaps in another session or process.
     :param generation: the current transport generation (R-RACE-1).
     :param instructions: the server's ``instructions`` from ``initialize`` (R-INS-1).
-    :param description: what the server is for: its entry's ``description``;
-        the working set shows it as the server's purpose (R-WS-3).
+    :param description: what the server is for: its entry's ``description``,
+        else what the server said of itself at its last connect (``serverInfo``'s
+        description, else its title); the working set shows it as the server's
+        purpose (R-WS-3).
     :param enabled: ``False`` for entries that are never dialed (R-CFG-6).
     :param manually_disconnected: a manual disconnect holds until an explicit connect (R-DIAL-6).
     :param connection: how it is reached, without secrets; ``None`` only in

@@ -57,6 +57,19 @@ async def call(session: Session, gateway: str, arguments: object) -> Any:
 # The section --------------------------------------------------------------------------
 
 
+async def test_a_server_without_a_configured_description_is_described_by_its_server_info(tmp_path: Path) -> None:
+    # R-WS-3: the entry's description first, else what the server says of itself in initialize.
+    servers = {
+        "told": fault_server_entry(server_description="Keeps the team's notes"),
+        "both": {**fault_server_entry(server_description="ignored"), "description": "Configured purpose"},
+        "silent": fault_server_entry(),
+    }
+    async with connected_session(tmp_path, servers) as session:
+        purposes = {server.name: server.purpose for server in session.working_set().servers}
+        assert purposes == {"both": "Configured purpose", "silent": None, "told": "Keeps the team's notes"}
+        assert "Purpose: Keeps the team's notes" in session.working_set().render()
+
+
 async def test_the_section_lists_purpose_counts_markers_guidance_and_unavailable_servers(tmp_path: Path) -> None:
     # R-WS-3
     servers = {

@@ -111,6 +111,13 @@ def test_an_unavailable_server_keeps_the_tool_names_it_had_but_no_counts() -> No
     assert "- read_file [read-only]" in text and "read-only tools:" not in text
 
 
+def test_cached_tools_of_a_server_not_dialed_are_never_shown_to_the_model() -> None:
+    # R-TOOL-3, R-CACHE-2: the snapshot cache feeds status displays, not the model.
+    status = server("s", [tool("s", "secret_tool")], cached=True, state=ServerState.DISCONNECTED)
+    text = render(status)
+    assert "### s (unavailable: not connected)\n" in text and "secret_tool" not in text
+
+
 def test_a_reason_is_one_line_and_bounded() -> None:
     error = "boom\n" + "x" * 1000 + "\x1b[31m"
     [block] = build_working_set([server("s", state=ServerState.ERROR, error=error)]).servers

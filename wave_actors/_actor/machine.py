@@ -99,6 +99,8 @@ class ActorState:
     :param tools: the last live tool list, kept while reconnecting (R-RACE-4).
     :param warnings: what that listing skipped, and why (R-TOOL-9); kept and cleared with ``tools``.
     :param instructions: from the last ``initialize`` (R-INS-1).
+    :param server_purpose: what the server says it is for, from the last
+        ``initialize`` (``serverInfo``'s description, else its title).
     :param last_connected: wall-clock time of the last successful connect.
     """
 
@@ -112,6 +114,7 @@ class ActorState:
     tools: tuple[ServerTool, ...] = ()
     warnings: tuple[str, ...] = ()
     instructions: str | None = None
+    server_purpose: str | None = None
     last_connected: float | None = None
 
 
@@ -178,6 +181,7 @@ class Up:
     :param connection: the live connection, for the executor (calls run on
         it); the reducer never looks at it.
     :param warnings: the tools the listing skipped, and why (R-TOOL-9).
+    :param server_purpose: ``serverInfo``'s description, else its title.
     """
 
     generation: int
@@ -186,6 +190,7 @@ class Up:
     time: float
     connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
     warnings: tuple[str, ...] = ()
+    server_purpose: str | None = None
 
 
 @attrs.frozen
@@ -433,14 +438,28 @@ def _reload(state: ActorState, enabled: bool) -> tuple[ActorState, tuple[Effect,
         # The same name, a different server: dial it in place of the old one.
         return (
             attrs.evolve(
-                state, state=ServerState.CONNECTING, live=None, error=None, tools=(), warnings=(), instructions=None
+                state,
+                state=ServerState.CONNECTING,
+                live=None,
+                error=None,
+                tools=(),
+                warnings=(),
+                instructions=None,
+                server_purpose=None,
             ),
             (StartTransport(),),
         )
     # Not running: a changed entry is a new server, eligible for the next lazy dial.
     return (
         attrs.evolve(
-            state, state=ServerState.DISCONNECTED, dialed=False, error=None, tools=(), warnings=(), instructions=None
+            state,
+            state=ServerState.DISCONNECTED,
+            dialed=False,
+            error=None,
+            tools=(),
+            warnings=(),
+            instructions=None,
+            server_purpose=None,
         ),
         _NO_EFFECTS,
     )
@@ -450,7 +469,7 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
     if event.generation != state.live:
         return state  # stale: an older (or never current) generation (R-RACE-1)
     match event:
-        case Up(tools=tools, instructions=instructions, time=time, warnings=warnings):
+        case Up(tools=tools, instructions=instructions, time=time, warnings=warnings, server_purpose=purpose):
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
                 return state
             return attrs.evolve(
@@ -460,6 +479,7 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
                 tools=tools,
                 warnings=warnings,
                 instructions=instructions,
+                server_purpose=purpose,
                 last_connected=time,
             )
         case ToolsListed(tools=tools, warnings=warnings):

@@ -109,7 +109,9 @@ async def run_transport(
                 tools, warnings = await list_server_tools(connection)
                 dial_scope.deadline = math.inf
                 up = True
-                report(Up(generation, tools, connection.instructions, time.time(), connection, warnings))
+                info = connection.initialize_result.server_info
+                purpose = info.description or info.title or None
+                report(Up(generation, tools, connection.instructions, time.time(), connection, warnings, purpose))
                 why = await _serve(connection, generation, refresh_receive, dial_timeout, report)
                 reason = f"server {config.name!r}: connection lost: {why}"
                 report(Lost(generation, reason))

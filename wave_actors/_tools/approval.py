@@ -98,7 +98,7 @@ class ApprovalDecision:
 
 def _find(snapshot: SessionSnapshot, server: str, tool: str) -> ToolInfo | None:
     for status in snapshot.servers:
-        if status.name == server and status.enabled:
+        if status.name == server and status.enabled and not status.tools_cached:  # cached tools are not callable
             for info in status.tools:
                 if info.tool == tool:
                     return info

@@ -276,7 +276,8 @@ def unavailable_reason(status: ServerStatus) -> str | None:
 
 
 def _server(status: ServerStatus) -> WorkingSetServer:
-    tools = sorted(status.tools, key=lambda tool: tool.tool)
+    # Cached tools are for status displays only: the model is never shown them (R-TOOL-3, R-CACHE-2).
+    tools = [] if status.tools_cached else sorted(status.tools, key=lambda tool: tool.tool)
     unavailable = unavailable_reason(status)
     counted = unavailable is None and any(tool.read_only_known for tool in tools)
     read_only = sum(1 for tool in tools if tool.read_only)

@@ -107,6 +107,7 @@ def fault_server_entry(
     *,
     tools: int | None = None,
     instructions: str | None = None,
+    server_description: str | None = None,
     read_only: Iterable[str] = (),
     list_twice: Iterable[str] = (),
     json_rpc_error: Iterable[str] = (),
@@ -140,6 +141,7 @@ def fault_server_entry(
     :param tools: add echo-like tools ``tool_1`` .. ``tool_N`` to the built-in
         ``echo``, ``sleep``, ``fail``, ``crash``, ``pid``, ``notify_list_changed``.
     :param instructions: the ``instructions`` text of the initialize result.
+    :param server_description: ``serverInfo.description`` in the initialize result.
     :param read_only: tool names to annotate with ``readOnlyHint: true``.
     :param list_twice: tool names that ``tools/list`` lists twice (a broken server).
     :param json_rpc_error: tool names whose calls are answered with a JSON-RPC
@@ -178,6 +180,7 @@ def fault_server_entry(
     valued: dict[str, str | float | os.PathLike[str] | None] = {
         "tools": tools,
         "instructions": instructions,
+        "server_description": server_description,
         "deep_schema": deep_schema,
         "random_stdout": random_stdout,
         "init_delay": init_delay,

@@ -107,6 +107,9 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tools", type=int, default=0, metavar="N", help="add echo-like tools tool_1..tool_N")
     parser.add_argument("--instructions", default=None, metavar="TEXT", help="instructions sent in initialize")
     parser.add_argument(
+        "--server-description", default=None, metavar="TEXT", help="serverInfo.description sent in initialize"
+    )
+    parser.add_argument(
         "--read-only", action="append", default=[], metavar="TOOL", help="mark TOOL readOnlyHint (repeatable)"
     )
     parser.add_argument(
@@ -426,6 +429,8 @@ class FaultServer:
             "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
         }
+        if self.options.server_description is not None:
+            result["serverInfo"]["description"] = self.options.server_description
         if self.options.instructions is not None:
             result["instructions"] = self.options.instructions
         return result
