@@ -1,5 +1,8 @@
 """Suite-wide guards: no test may leave a process behind, and no test may hang.
 
+The suite runs with ``HOME`` set to a temporary directory, so nothing reads or
+writes the real ``~/.wave``.
+
 Every process the suite starts inherits ``WAVE_ACTORS_TEST_MARK`` from this
 process's environment (stdio servers get the parent environment overlaid with
 their own, R-CFG-9). After each test, :func:`wave_actors.testing.leftover_processes`
@@ -10,8 +13,11 @@ away from us.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
 import uuid
 from collections.abc import Iterator
 from types import FrameType
@@ -28,6 +34,12 @@ from wave_actors.testing import describe, kill_processes, leftover_processes
 
 MARK_VARIABLE = "WAVE_ACTORS_TEST_MARK"
 os.environ[MARK_VARIABLE] = f"{os.getpid()}-{uuid.uuid4().hex}"
+
+# No test may read or write the real user's ~/.wave (its mcp.json, the tool snapshot
+# cache): the suite, and every process it starts, runs with a home of its own.
+_HOME = tempfile.mkdtemp(prefix="wave-test-home-")
+os.environ["HOME"] = _HOME
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
 
 # How long a test's processes get to finish dying after the test returned.
 # Reclamation is awaited by the code under test; this only absorbs reaping lag.
