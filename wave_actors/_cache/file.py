@@ -1,13 +1,4 @@
-"""The tool snapshot cache: what each server listed the last time it connected (R-CACHE-1..5).
-
-Lazy dial (R-DIAL-1) means a fresh session has connected nothing, yet a
-status display should still show what each server offers. After every
-successful connect and every tool refresh, a session records the server's
-tools in ``<home>/mcp-tools-cache.json``, keyed by server name and fingerprint
-(R-CACHE-1; the fingerprint covers the connection and the workdir, R-CFG-8).
-A session's statuses show those tools for servers that have no live
-connection, marked as cached, with the last connect time (R-CACHE-2). They
-are for display only: declarations and calls take live tools only (R-TOOL-3).
+"""The tool snapshot cache file: its place, its format, reading it and writing it (R-CACHE-1, R-CACHE-3..5).
 
 The file::
 
@@ -22,7 +13,9 @@ tools: no ``env`` value, no header, no URL (R-CACHE-5, R-CFG-12).
 Reading never fails (R-CACHE-3): a missing file, one that is not a regular
 file, too big, not UTF-8, not JSON or of the wrong shape is an empty cache,
 logged at debug level; an entry of the wrong shape is skipped alone. The
-next write replaces whatever was there.
+next write replaces whatever was there. Sessions of one workdir may share
+what they read (``read_cache(..., shared=True)``), keyed by the content's
+hash.
 
 Writing (R-CACHE-4) is a read-modify-write under an exclusive lock on
 ``mcp-tools-cache.json.lock`` (see :mod:`wave_actors._config.atomic` for why
@@ -33,9 +26,9 @@ and fingerprint are no longer configured: a host serving several projects
 never deletes another project's snapshots.
 
 :func:`read_cache` and :func:`update_cache` are synchronous, for worker
-threads, and import neither ``mcp`` nor ``trio``. :class:`SessionToolCache`
-is a session's view of the cache and its writer, a task in the session's
-nursery that runs only while there is something to write.
+threads, and import neither ``mcp`` nor ``trio``. Their callers:
+:mod:`wave_actors._parameters` and ``wave-actors servers`` read,
+:class:`~wave_actors._cache.session.SessionToolCache` writes.
 """
 
 from __future__ import annotations
@@ -47,33 +40,15 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
-import attrs
-
+from wave_actors._cache.model import EMPTY_CACHE, CachedServer, CachedTool, ToolCache
 from wave_actors._config.atomic import exclusive_lock, remove_stale_temporaries, replace_atomically
 from wave_actors._config.sources import default_home
-from wave_actors._frozen import empty_mapping, freeze_mapping
 
-if TYPE_CHECKING:
-    import trio
-
-    from wave_actors._actor.machine import ActorState
-    from wave_actors._config import ServerConfig
-
-__all__ = [
-    "CACHE_FILE_NAME",
-    "EMPTY_CACHE",
-    "CachedServer",
-    "CachedTool",
-    "SessionToolCache",
-    "ToolCache",
-    "cache_file",
-    "read_cache",
-    "update_cache",
-]
+__all__ = ["CACHE_FILE_NAME", "FORMAT", "LOCK_TIMEOUT", "MAX_CACHE_BYTES", "cache_file", "read_cache", "update_cache"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,81 +66,9 @@ the limit is not :data:`~wave_actors._config.MAX_FILE_BYTES`."""
 LOCK_TIMEOUT: Final = 10.0
 """Seconds :func:`update_cache` waits by default for another writer's lock before it gives up."""
 
-SESSION_LOCK_TIMEOUT: Final = 1.0
-"""Seconds a session's write waits for another writer's lock (a write takes milliseconds) before it is dropped."""
-
-WRITE_LIMIT: Final = 2.0
-"""Seconds a session waits for one write, even while it closes; past it the write is left to its thread."""
-
 _OPEN_FLAGS: Final = (
     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 )
-
-
-@attrs.frozen
-class CachedTool:
-    """One tool as its server listed it.
-
-    :param name: the server's raw tool name.
-    :param description: its description.
-    :param input_schema: its input schema as sent.
-    :param read_only_hint: its ``readOnlyHint``, ``None`` when it had none;
-        ``tool_overrides`` apply when it is shown (R-TOOL-7, R-TOOL-8).
-    """
-
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
-    read_only_hint: bool | None = None
-
-
-@attrs.frozen(eq=False)
-class CachedServer:
-    """One server's tools at its last connect or refresh (R-CACHE-1).
-
-    :param server: the server's name.
-    :param fingerprint: its entry's fingerprint then (R-CFG-8).
-    :param workdir: the resolved workdir it was loaded for, which pruning goes by (R-CACHE-4).
-    :param last_connected: wall-clock time (``time.time()``) of that connect.
-    :param tools: what it listed; empty is a snapshot too.
-    """
-
-    server: str
-    fingerprint: str
-    workdir: str
-    last_connected: float
-    tools: tuple[CachedTool, ...] = ()
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """``(server, fingerprint)``, the cache key."""
-        return (self.server, self.fingerprint)
-
-
-@attrs.frozen
-class ToolCache:
-    """Cached servers by ``(server, fingerprint)``; immutable.
-
-    :param entries: the snapshots.
-    """
-
-    entries: Mapping[tuple[str, str], CachedServer] = attrs.field(
-        factory=dict[tuple[str, str], CachedServer], converter=freeze_mapping
-    )
-
-    def lookup(self, server: str, fingerprint: str) -> CachedServer | None:
-        """The snapshot of ``server`` as configured now, or ``None`` (also when the fingerprint differs, R-CACHE-2)."""
-        return self.entries.get((server, fingerprint))
-
-    def with_entries(self, updates: Iterable[CachedServer]) -> ToolCache:
-        """This cache with ``updates`` replacing the entries of the same keys."""
-        entries = dict(self.entries)
-        entries.update((update.key, update) for update in updates)
-        return ToolCache(entries)
-
-
-EMPTY_CACHE: Final = ToolCache()
-"""The cache of a missing or unusable file."""
 
 
 def cache_file(home: Path | str | None) -> Path:
@@ -414,118 +317,3 @@ def update_cache(
                 os.rmdir(path)  # an empty directory in the cache's place is repaired too; a full one is an error
         # Not durable: losing the latest snapshot to a power failure costs a redraw, not a whole file.
         replace_atomically(path, _encode(entries.values()), mode=mode, durable=False)
-
-
-# A session's view and writer.
-
-
-class SessionToolCache:
-    """One session's view of the tool snapshot cache, and the writer of its servers' snapshots (R-CACHE-1, R-CACHE-2).
-
-    The view is read once, off the event loop, when the session is created,
-    and follows the session's own writes from then on. :meth:`observe` is
-    called after every change of the session: when a server has connected or
-    refreshed its tools since it last looked, its snapshot is recorded in the
-    view at once and queued for writing. The writer is a task in the
-    session's nursery, started when there is something to write and ending
-    when there is nothing left; each write runs in a worker thread, so no
-    caller and no event loop waits for the disk. Each write is shielded from
-    the session's cancellation and bounded by :data:`WRITE_LIMIT`, so a
-    session that closes right after a connect still records it, and a disk or
-    a lock holder that hangs delays the close by that much at most. A write
-    that fails is logged at debug level and dropped: the cache is a
-    convenience, never a reason to fail.
-
-    :param path: the cache file.
-    :param workdir: the session's resolved workdir.
-    :param cache: the session's entries, as read at creation.
-    :param nursery: the session's nursery, where the writer runs.
-    :param configured: ``(server, fingerprint)`` of every server the session has now.
-    """
-
-    __slots__ = ("_cache", "_configured", "_nursery", "_path", "_pending", "_seen", "_workdir", "_writing")
-
-    def __init__(
-        self,
-        path: Path,
-        workdir: str,
-        cache: ToolCache,
-        *,
-        nursery: trio.Nursery,
-        configured: Callable[[], Collection[tuple[str, str]]],
-    ) -> None:
-        self._path = path
-        self._workdir = workdir
-        self._cache = cache
-        self._nursery = nursery
-        self._configured = configured
-        self._pending: dict[tuple[str, str], CachedServer] = {}
-        self._seen: dict[str, tuple[float, object]] = {}  # server -> (last connect, tool list) last recorded
-        self._writing = False
-
-    @property
-    def cache(self) -> ToolCache:
-        """The entries the session's statuses show, its own latest snapshots included."""
-        return self._cache
-
-    def observe(self, servers: Iterable[tuple[ServerConfig, ActorState]]) -> None:
-        """Record the snapshot of every server that connected or refreshed its tools since the last call.
-
-        :param servers: each server's entry and state machine state, after a change.
-        """
-        from wave_actors._status import ServerState
-
-        updates: list[CachedServer] = []
-        for config, state in servers:
-            if state.state is not ServerState.CONNECTED or state.last_connected is None:
-                continue
-            seen = self._seen.get(config.name)
-            # A refresh hands over a new tool list even when it lists the same tools: it is written too.
-            if seen is not None and seen[0] == state.last_connected and seen[1] is state.tools:
-                continue
-            self._seen[config.name] = (state.last_connected, state.tools)
-            tools = tuple(
-                CachedTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint) for tool in state.tools
-            )
-            updates.append(CachedServer(config.name, config.fingerprint, self._workdir, state.last_connected, tools))
-        if not updates:
-            return
-        self._cache = self._cache.with_entries(updates)
-        self._pending.update((update.key, update) for update in updates)
-        if not self._writing:
-            try:
-                self._nursery.start_soon(self._write_pending, name="wave_actors.tool_cache")
-            except RuntimeError:  # the session's nursery is closed: nothing can write any more
-                logger.debug("tool snapshot cache: session closed before %d snapshot(s) were written", len(updates))
-                return
-            self._writing = True
-
-    async def _write_pending(self) -> None:
-        import functools
-
-        import trio
-
-        try:
-            while self._pending:
-                batch, self._pending = list(self._pending.values()), {}
-                write = functools.partial(
-                    update_cache,
-                    self._path,
-                    workdir=self._workdir,
-                    configured=tuple(self._configured()),
-                    updates=batch,
-                    lock_timeout=SESSION_LOCK_TIMEOUT,
-                )
-                # Shielded: a session closing right after a connect still keeps what it learned. Bounded: a
-                # disk that hangs costs WRITE_LIMIT, and its thread is left to finish on its own.
-                with trio.CancelScope(shield=True), trio.move_on_after(WRITE_LIMIT) as bound:
-                    try:
-                        await trio.to_thread.run_sync(write, abandon_on_cancel=True)
-                    except OSError as error:
-                        logger.debug("tool snapshot cache %s not written: %s", self._path, error)
-                if bound.cancelled_caught:
-                    logger.debug(
-                        "tool snapshot cache %s: a write took over %g s; left to finish", self._path, WRITE_LIMIT
-                    )
-        finally:
-            self._writing = False

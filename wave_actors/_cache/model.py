@@ -1,0 +1,85 @@
+"""The tool snapshot cache's records: one tool, one server's snapshot, the cache (R-CACHE-1, R-CACHE-2).
+
+Immutable values, shared by everything that touches the cache: the file's
+reader and writer (:mod:`wave_actors._cache.file`) make and store them, a
+session's view (:mod:`wave_actors._cache.session`) records them, and the
+catalog (:mod:`wave_actors._catalog`) shows them as the tools of servers not
+yet dialed. No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from wave_actors._frozen import empty_mapping, freeze_mapping
+
+__all__ = ["EMPTY_CACHE", "CachedServer", "CachedTool", "ToolCache"]
+
+
+@attrs.frozen
+class CachedTool:
+    """One tool as its server listed it.
+
+    :param name: the server's raw tool name.
+    :param description: its description.
+    :param input_schema: its input schema as sent.
+    :param read_only_hint: its ``readOnlyHint``, ``None`` when it had none;
+        ``tool_overrides`` apply when it is shown (R-TOOL-7, R-TOOL-8).
+    """
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
+    read_only_hint: bool | None = None
+
+
+@attrs.frozen(eq=False)
+class CachedServer:
+    """One server's tools at its last connect or refresh (R-CACHE-1).
+
+    :param server: the server's name.
+    :param fingerprint: its entry's fingerprint then (R-CFG-8).
+    :param workdir: the resolved workdir it was loaded for, which pruning goes by (R-CACHE-4).
+    :param last_connected: wall-clock time (``time.time()``) of that connect.
+    :param tools: what it listed; empty is a snapshot too.
+    """
+
+    server: str
+    fingerprint: str
+    workdir: str
+    last_connected: float
+    tools: tuple[CachedTool, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(server, fingerprint)``, the cache key."""
+        return (self.server, self.fingerprint)
+
+
+@attrs.frozen
+class ToolCache:
+    """Cached servers by ``(server, fingerprint)``; immutable.
+
+    :param entries: the snapshots.
+    """
+
+    entries: Mapping[tuple[str, str], CachedServer] = attrs.field(
+        factory=dict[tuple[str, str], CachedServer], converter=freeze_mapping
+    )
+
+    def lookup(self, server: str, fingerprint: str) -> CachedServer | None:
+        """The snapshot of ``server`` as configured now, or ``None`` (also when the fingerprint differs, R-CACHE-2)."""
+        return self.entries.get((server, fingerprint))
+
+    def with_entries(self, updates: Iterable[CachedServer]) -> ToolCache:
+        """This cache with ``updates`` replacing the entries of the same keys."""
+        entries = dict(self.entries)
+        entries.update((update.key, update) for update in updates)
+        return ToolCache(entries)
+
+
+EMPTY_CACHE: Final = ToolCache()
+"""The cache of a missing or unusable file."""
