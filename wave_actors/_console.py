@@ -1,8 +1,8 @@
 """What the ``wave-actors`` subcommands share: exit codes, one-line errors, tables, JSON, and running trio (R-CLI).
 
-Both :mod:`wave_actors._cli` and :mod:`wave_actors._demo` print through this
-module, and neither imports the other for it. It imports neither ``trio`` nor
-``mcp`` at module level: ``wave-actors servers`` must start fast.
+The subcommands of :mod:`wave_actors._cli` and :mod:`wave_actors._demo` print
+through this module, and neither imports the other for it. It imports neither
+``trio`` nor ``mcp`` at module level: ``wave-actors servers`` must start fast.
 
 Whatever a subcommand prints may carry text from configuration files and
 servers, and that text may hold characters no stream can encode: a lone
@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_USAGE",
+    "PROGRAM",
     "CommandFailed",
     "escape_unencodable",
     "fail",
@@ -36,7 +37,11 @@ __all__ = [
     "run_unwrapped",
     "status_table",
     "table",
+    "write_json",
 ]
+
+PROGRAM: Final = "wave-actors"
+"""The command's name, which starts every line it writes to stderr."""
 
 EXIT_OK: Final = 0
 """The command did what was asked."""
@@ -106,6 +111,11 @@ def json_text(document: object, out: TextIO, *, indent: int | None = 2) -> str:
     except (UnicodeEncodeError, LookupError):
         return json.dumps(document, indent=indent, ensure_ascii=True)
     return text
+
+
+def write_json(document: object, out: TextIO) -> None:
+    """Write ``document`` to ``out`` as indented JSON (:func:`json_text`) and a newline."""
+    out.write(json_text(document, out) + "\n")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:

@@ -1,0 +1,214 @@
+"""The options the ``wave-actors`` subcommands share, and reading their values (R-CLI).
+
+:class:`CommandParser` makes a usage error one line on stderr and exit 2.
+The option groups are parent parsers that :func:`wave_actors._cli.main`'s
+parser gives each subcommand: :func:`output_options` (``--json``, every
+subcommand), :func:`configured_options` (``--workdir``, ``--home``,
+``--trust``: the subcommands that load configuration) and
+:func:`edited_options` (``--workdir``, ``--home``: ``add`` and ``remove``).
+:func:`workdir`, :func:`home` and :func:`trust` read those values back, the
+same way for every subcommand.
+
+:func:`tool_arguments` reads ``call``'s ``--args``: a JSON object that can
+be sent faithfully, or a usage error before anything is dialed.
+
+Nothing here imports ``mcp``: ``servers`` parses its options through this
+module and must start fast (:mod:`wave_actors._transport.arguments` imports
+no SDK, and importing :mod:`wave_actors` has loaded it already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Final, NoReturn, cast, get_args
+
+from wave_actors._config import TrustMode
+from wave_actors._console import EXIT_USAGE, fail, one_line
+
+__all__ = [
+    "CommandParser",
+    "configured_options",
+    "edited_options",
+    "home",
+    "output_options",
+    "seconds",
+    "tool_arguments",
+    "trust",
+    "workdir",
+]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit with :data:`~wave_actors._console.EXIT_USAGE` and ``message`` as one line.
+
+        :param message: what argparse found wrong.
+        """
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A ``SECONDS`` option's value: a number, zero or more.
+
+    :param text: the value as typed.
+    :raises argparse.ArgumentTypeError: ``text`` is not such a number.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be zero or more")
+    return value
+
+
+def output_options() -> CommandParser:
+    """``--json``, which every subcommand takes."""
+    output = CommandParser(add_help=False)
+    output.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return output
+
+
+def configured_options() -> CommandParser:
+    """``--workdir``, ``--home`` and ``--trust``: where the configuration is read from, and which entries load."""
+    configured = CommandParser(add_help=False)
+    configured.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="project directory whose .mcp.json is read (default: current directory)",
+    )
+    configured.add_argument(
+        "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
+    )
+    configured.add_argument(
+        "--trust",
+        choices=get_args(TrustMode),
+        default="all",
+        help="which project (.mcp.json) entries load: 'approved' loads only those approved in "
+        "<workdir>/.wave/settings.local.json; 'all' (the default, as in the library) loads every one, so the "
+        "command sees what a host with default settings sees. tools, call and watch start the commands they "
+        "load: use 'approved' in a repository you do not trust",
+    )
+    return configured
+
+
+def edited_options() -> CommandParser:
+    """``--workdir`` and ``--home``: where the project and user files that ``add`` and ``remove`` edit are."""
+    edited = CommandParser(add_help=False)
+    edited.add_argument(
+        "--workdir", type=Path, default=None, help="project directory holding .mcp.json (default: current directory)"
+    )
+    edited.add_argument(
+        "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
+    )
+    return edited
+
+
+def workdir(arguments: argparse.Namespace) -> Path:
+    """``--workdir``, default the current directory.
+
+    :param arguments: the parsed command line.
+    :raises CommandFailed: it is not a directory (exit 2).
+    """
+    path = cast(Path | None, arguments.workdir) or Path.cwd()
+    if not path.is_dir():
+        fail(f"--workdir {path}: not a directory", EXIT_USAGE)
+    return path
+
+
+def home(arguments: argparse.Namespace) -> Path | None:
+    """``--home`` with ``~`` expanded; ``None`` for the library's default.
+
+    :param arguments: the parsed command line.
+    """
+    path = cast(Path | None, arguments.home)
+    return path.expanduser() if path is not None else None
+
+
+def trust(arguments: argparse.Namespace) -> TrustMode:
+    """``--trust``.
+
+    :param arguments: the parsed command line.
+    """
+    return cast(TrustMode, arguments.trust)
+
+
+# --args
+
+# JSON nests without limit, the MCP SDK's serializer does not: it gives up near 255 levels, and then
+# only after the server was dialed, with an error that blames the answer. Tool arguments are shallow.
+_MAX_ARGUMENT_DEPTH: Final = 200
+
+
+class _Unsendable(ValueError):
+    """A value of ``--args`` that parses but has no faithful JSON form to send."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # json.loads accepts NaN and Infinity, which are not JSON: the SDK would send them as null.
+    raise _Unsendable(f"{name} is not a JSON number (JSON has no NaN or Infinity); use null or a string")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unsendable(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        raise _Unsendable(f"an integer of {digits} digits is longer than the {limit} digits allowed")
+    return int(text)
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests (a scalar is 0, the arguments object 1), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(cast(dict[str, object], item).values())
+        elif isinstance(item, list):
+            children = list(cast(list[object], item))
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def tool_arguments(text: str, tool: str) -> dict[str, object]:
+    """``call``'s ``--args``: the arguments object, once it can be sent faithfully.
+
+    :param text: the option's value, JSON text.
+    :param tool: the tool as typed on the command line.
+    :returns: the parsed object.
+    :raises CommandFailed: (exit 2) ``text`` is not JSON or not an object,
+        or holds what could not be sent faithfully: NaN, an infinity, a
+        float or an integer too large, nesting too deep.
+    """
+    too_deep = f"--args nests deeper than the {_MAX_ARGUMENT_DEPTH} levels a tool call can carry"
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except json.JSONDecodeError as error:
+        fail(f"--args is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}", EXIT_USAGE)
+    except _Unsendable as error:
+        fail(f"--args: {error}", EXIT_USAGE)
+    except RecursionError:
+        fail(too_deep, EXIT_USAGE)
+    if not isinstance(value, dict):
+        fail(f'--args must be a JSON object like \'{{"text": "hi"}}\', got {type(value).__name__}', EXIT_USAGE)
+    arguments = cast(dict[str, object], value)
+    if _depth(arguments) > _MAX_ARGUMENT_DEPTH:
+        fail(too_deep, EXIT_USAGE)
+    return arguments

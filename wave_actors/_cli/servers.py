@@ -1,0 +1,137 @@
+"""``wave-actors servers``: the merged configuration, its diagnostics and the cached tools, dialing nothing (R-CLI).
+
+Every server is shown as a new session would show it before its first dial:
+its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
+and the tools the snapshot cache recorded at its last connect (R-CACHE-2).
+
+This command must start fast and spawn nothing, so this module imports only
+:mod:`wave_actors._config` and :mod:`wave_actors._cache` (neither ``trio``
+nor ``mcp``); the state machine and the catalog that make the statuses are
+imported when the command runs, and import no SDK either. A test runs the
+command and checks that no MCP SDK module was imported and no process
+started. Its caller is :func:`wave_actors._cli.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import attrs
+
+from wave_actors._cli.arguments import home, trust, workdir
+from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, load_config
+from wave_actors._console import EXIT_OK, printable, table, write_json
+
+if TYPE_CHECKING:
+    from wave_actors._status import ServerStatus
+
+__all__ = ["servers"]
+
+
+def _diagnostic_document(diagnostic: Diagnostic) -> dict[str, object]:
+    return {
+        "severity": diagnostic.severity.value,
+        "source": diagnostic.source.value,
+        "origin": diagnostic.origin,
+        "server": diagnostic.server,
+        "field": diagnostic.field,
+        "message": diagnostic.message,
+    }
+
+
+def _configured_state(config: ServerConfig) -> str:
+    return "disconnected" if config.enabled else "disabled"
+
+
+def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
+    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
+    from wave_actors._actor.machine import initial_state
+    from wave_actors._cache import cache_file, read_cache
+    from wave_actors._catalog import build_snapshot
+
+    cache = read_cache(cache_file(home_directory), workdir=loaded.workdir)
+    servers = [(config, initial_state(enabled=config.enabled)) for config in loaded.servers.values()]
+    return {status.name: status for status in build_snapshot(0, servers, cache=cache).servers}
+
+
+def _cached_document(status: ServerStatus) -> dict[str, object]:
+    connection = status.connection
+    return {
+        "tools": [tool.name for tool in status.tools],
+        "tools_cached": status.tools_cached,
+        "last_connected": status.last_connected,
+        "connection": None if connection is None else {**attrs.asdict(connection), "display": connection.display},
+    }
+
+
+def _cached_tools_block(statuses: Sequence[ServerStatus]) -> str:
+    lines = ["cached tools (listed at the server's last connect; not connected now):"]
+    for status in statuses:
+        if status.tools_cached:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.last_connected or 0))
+            names = ", ".join(tool.tool for tool in status.tools) or "no tools"
+            lines.append(f"  {status.name} ({len(status.tools)} at {when}): {names}")
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def servers(arguments: argparse.Namespace, out: TextIO) -> int:
+    """List the merged configuration (a table, or ``--json``) and its diagnostics; dial nothing.
+
+    :param arguments: the parsed command line.
+    :param out: where the listing goes.
+    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
+    """
+    loaded: LoadedConfig = load_config(workdir(arguments), home=home(arguments), trust=trust(arguments))
+    configs = [loaded.servers[name] for name in sorted(loaded.servers)]
+    statuses = _statuses_before_dialing(loaded, home(arguments))
+    if arguments.json:
+        write_json(
+            {
+                "workdir": loaded.workdir,
+                "servers": [
+                    {
+                        "name": config.name,
+                        "source": config.source.value,
+                        "origin": config.origin,
+                        "type": config.type,
+                        "enabled": config.enabled,
+                        "state": _configured_state(config),
+                        "tool_timeout_ms": config.tool_timeout_ms,
+                        "fingerprint": config.fingerprint,
+                        **_cached_document(statuses[config.name]),
+                    }
+                    for config in configs
+                ],
+                "diagnostics": [_diagnostic_document(diagnostic) for diagnostic in loaded.diagnostics],
+            },
+            out,
+        )
+        return EXIT_OK
+    if configs:
+        rows = [
+            [
+                config.name,
+                config.source.value,
+                config.type,
+                "yes" if config.enabled else "no",
+                _configured_state(config),
+                config.origin,
+            ]
+            for config in configs
+        ]
+        out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
+        cached = _cached_tools_block([statuses[config.name] for config in configs])
+        if cached:
+            out.write(f"\n{printable(cached)}\n")
+    else:
+        out.write(f"no MCP servers configured for {printable(loaded.workdir)}\n")
+    if loaded.diagnostics:
+        out.write("\ndiagnostics:\n")
+        for diagnostic in loaded.diagnostics:
+            out.write(f"  {printable(str(diagnostic))}\n")
+    return EXIT_OK

@@ -1,0 +1,285 @@
+"""``wave-actors tools``, ``call`` and ``watch``: the subcommands that open a session and dial (R-CLI).
+
+Each opens one session on the configuration of ``--workdir`` / ``--home`` /
+``--trust`` (:func:`command_session`), and leaving it reclaims every process
+it started, on an error, Ctrl-C or a signal too. ``tools`` and ``call``
+connect one server (:func:`connect`, which refuses with exit 2 a server the
+configuration cannot dial, before dialing); ``watch`` connects every enabled
+server and prints a snapshot per change. ``working-set``
+(:mod:`wave_actors._cli.working_set`) opens its session through
+:func:`command_session` too.
+
+The runtime (``trio``, the session, and through the first dial the MCP SDK)
+is imported inside the functions that use it, so that importing the command
+stays as cheap as ``servers`` needs. Their caller is
+:func:`wave_actors._cli.main`, through
+:func:`~wave_actors._console.run_unwrapped`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
+from wave_actors._config import TransportType
+from wave_actors._console import (
+    EXIT_OK,
+    EXIT_USAGE,
+    PROGRAM,
+    fail,
+    json_text,
+    one_line,
+    printable,
+    status_table,
+    table,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from wave_actors._session import Session
+    from wave_actors._status import ServerStatus, SessionSnapshot
+
+__all__ = ["call", "command_session", "connect", "status_document", "tools", "watch"]
+
+
+@asynccontextmanager
+async def command_session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
+    """A session on the configuration the command line names; leaving it reclaims every process.
+
+    :param arguments: the parsed command line (``--workdir``, ``--home``, ``--trust``).
+    :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
+    """
+    from wave_actors._session import open_session
+
+    async with open_session(workdir=workdir(arguments), home=home(arguments), trust=trust(arguments)) as session:
+        yield session
+
+
+def _check_usable(session: Session, name: str) -> None:
+    """Refuse, with exit 2, a server the configuration cannot dial."""
+    names = [status.name for status in session.servers()]
+    if name not in names:
+        reasons = [str(diagnostic) for diagnostic in session.diagnostics if diagnostic.server == name]
+        if reasons:
+            fail(f"server {name!r} was not loaded: {reasons[0]}", EXIT_USAGE)
+        known = ", ".join(names) or "none"
+        fail(f"no server {name!r} configured for {session.workdir}; configured: {known}", EXIT_USAGE)
+    status = session.server(name)
+    if not status.enabled:
+        fail(f"server {name!r} is disabled (enabled: false) in {status.origin}", EXIT_USAGE)
+    if status.type not in {transport.value for transport in TransportType}:
+        fail(
+            f"server {name!r} in {status.origin}: unknown type {status.type!r}; expected stdio, http, "
+            "streamable-http or sse",
+            EXIT_USAGE,
+        )
+
+
+async def connect(session: Session, name: str) -> ServerStatus:
+    """Connect server ``name``, printing the configuration diagnostics about it to stderr.
+
+    :param session: the command's session.
+    :param name: the server.
+    :returns: its status once connected.
+    :raises CommandFailed: the configuration cannot dial it (exit 2), or the dial failed (exit 1).
+    """
+    from wave_actors._errors import WaveActorsError
+
+    _check_usable(session, name)
+    for diagnostic in session.diagnostics:
+        if diagnostic.server == name:
+            sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
+    try:
+        return await session.connect(name)
+    except WaveActorsError as error:
+        fail(error)
+
+
+def status_document(status: ServerStatus) -> dict[str, object]:
+    """A JSON-ready view of one server's status (tools by name; no schemas).
+
+    :param status: the server's status.
+    """
+    return {
+        "name": status.name,
+        "source": status.source.value,
+        "origin": status.origin,
+        "type": status.type,
+        "enabled": status.enabled,
+        "state": status.state.value,
+        "error": status.error,
+        "generation": status.generation,
+        "tools": [tool.name for tool in status.tools],
+        "last_connected": status.last_connected,
+        "manually_disconnected": status.manually_disconnected,
+    }
+
+
+# tools
+
+
+async def tools(arguments: argparse.Namespace, out: TextIO) -> int:
+    """Connect SERVER and list its tools (a table, or ``--json`` with their schemas).
+
+    :param arguments: the parsed command line.
+    :param out: where the listing goes.
+    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :raises CommandFailed: the server cannot be dialed (exit 2) or its dial failed (exit 1).
+    """
+    name = cast(str, arguments.server)
+    async with command_session(arguments) as session:
+        status = await connect(session, name)
+    if arguments.json:
+        write_json(
+            {
+                "server": status.name,
+                "state": status.state.value,
+                "tools": [
+                    {
+                        "name": tool.name,
+                        "tool": tool.tool,
+                        "read_only": tool.read_only,
+                        "description": tool.description,
+                        "input_schema": dict(tool.input_schema),
+                    }
+                    for tool in status.tools
+                ],
+            },
+            out,
+        )
+        return EXIT_OK
+    if not status.tools:
+        out.write(f"server {name!r} lists no tools\n")
+        return EXIT_OK
+    rows = [[tool.tool, tool.name, "yes" if tool.read_only else "no", tool.description] for tool in status.tools]
+    out.write(table(["TOOL", "MODEL-VISIBLE NAME", "READ-ONLY", "DESCRIPTION"], rows) + "\n")
+    return EXIT_OK
+
+
+# call
+
+
+def _content_text(result: mcp_types.CallToolResult) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            parts.append(f"[{block.type} content]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+async def call(arguments: argparse.Namespace, out: TextIO) -> int:
+    """Connect SERVER and call TOOL with ``--args``; print the result's text (or ``--json``, the whole result).
+
+    :param arguments: the parsed command line.
+    :param out: where the result goes.
+    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :raises CommandFailed: bad ``--args``, a server that cannot be dialed or
+        an unknown tool (exit 2); a failed dial or call, or a tool that
+        returned an error (exit 1).
+    """
+    from wave_actors._errors import WaveActorsError
+
+    server = cast(str, arguments.server)
+    tool = cast(str, arguments.tool)
+    parsed = tool_arguments(cast(str, arguments.arguments), tool)
+    async with command_session(arguments) as session:
+        status = await connect(session, server)
+        matches = [info.name for info in status.tools if tool in (info.tool, info.name)]
+        if not matches:
+            listed = ", ".join(info.tool for info in status.tools) or "none"
+            fail(f"server {server!r} has no tool {tool!r}; its tools: {listed}", EXIT_USAGE)
+        try:
+            result = await session.call_tool(matches[0], parsed)
+        except WaveActorsError as error:
+            fail(error)
+    if arguments.json:
+        write_json(result.model_dump(mode="json", by_alias=True, exclude_none=True), out)
+    text = _content_text(result)
+    if result.is_error:
+        fail(f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}")
+    if not arguments.json:
+        out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    return EXIT_OK
+
+
+# watch
+
+
+def _snapshot_document(session: Session, snapshot: SessionSnapshot) -> dict[str, object]:
+    return {
+        "session": session.id,
+        "version": snapshot.version,
+        "servers": [status_document(status) for status in snapshot.servers],
+    }
+
+
+def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -> None:
+    clock = time.strftime("%H:%M:%S")
+    directory = printable(str(session.workdir))
+    header = f"{PROGRAM} watch: {directory}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
+    body = status_table(snapshot.servers) if snapshot.servers else "no MCP servers configured"
+    if out.isatty():
+        out.write("\x1b[H\x1b[J")  # home, clear: redraw in place
+    out.write(f"{header}\n{body}\n\n")
+
+
+async def _stop_on_signal(cancel_scope: Any) -> None:
+    """Cancel ``cancel_scope`` on SIGINT, SIGTERM or SIGHUP: leaving the session reclaims everything.
+
+    Handling SIGINT here rather than as ``KeyboardInterrupt`` also stops a
+    watch started in the background of a non-interactive shell, where SIGINT
+    is ignored by default.
+    """
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for number in signals:
+            sys.stderr.write(f"{PROGRAM}: {signal.Signals(number).name}: closing every server\n")
+            cancel_scope.cancel()
+            return
+
+
+async def watch(arguments: argparse.Namespace, out: TextIO) -> int:
+    """Connect every enabled server and print a status table (or a JSON line) per snapshot.
+
+    Runs until ``--duration`` ends or a signal arrives; either way every
+    process is reclaimed before it returns.
+
+    :param arguments: the parsed command line.
+    :param out: where the snapshots go.
+    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
+    """
+    import trio
+
+    duration = cast(float | None, arguments.duration)
+    async with command_session(arguments) as session:
+        for diagnostic in session.diagnostics:
+            sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
+        with trio.move_on_after(duration if duration is not None else math.inf):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+                nursery.start_soon(session.prepare_turn)
+                async for snapshot in session.watch():
+                    if arguments.json:
+                        out.write(json_text(_snapshot_document(session, snapshot), out, indent=None) + "\n")
+                    else:
+                        _render_snapshot(session, snapshot, out)
+                    out.flush()
+    return EXIT_OK
