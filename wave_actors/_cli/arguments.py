@@ -9,8 +9,12 @@ subcommand), :func:`configured_options` (``--workdir``, ``--home``,
 :func:`workdir`, :func:`home` and :func:`trust` read those values back, the
 same way for every subcommand.
 
-:func:`tool_arguments` reads ``call``'s ``--args``: a JSON object that can
-be sent faithfully, or a usage error before anything is dialed.
+:func:`tool_arguments` reads ``call``'s ``--args``: a JSON object the
+library will send as it is, or a usage error before anything is dialed
+(R-TOOL-9). Its depth limit is the library's
+(:data:`wave_actors._transport.arguments.MAX_DEPTH`), and whatever else the
+library would refuse is refused here by the library's own check, so no
+``--args`` can turn into a traceback after the dial.
 
 Nothing here imports ``mcp``: ``servers`` parses its options through this
 module and must start fast (:mod:`wave_actors._transport.arguments` imports
@@ -24,10 +28,11 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Final, NoReturn, cast, get_args
+from typing import NoReturn, cast, get_args
 
 from wave_actors._config import TrustMode
 from wave_actors._console import EXIT_USAGE, fail, one_line
+from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
 
 __all__ = [
     "CommandParser",
@@ -142,10 +147,6 @@ def trust(arguments: argparse.Namespace) -> TrustMode:
 
 # --args
 
-# JSON nests without limit, the MCP SDK's serializer does not: it gives up near 255 levels, and then
-# only after the server was dialed, with an error that blames the answer. Tool arguments are shallow.
-_MAX_ARGUMENT_DEPTH: Final = 200
-
 
 class _Unsendable(ValueError):
     """A value of ``--args`` that parses but has no faithful JSON form to send."""
@@ -188,16 +189,17 @@ def _depth(value: object) -> int:
 
 
 def tool_arguments(text: str, tool: str) -> dict[str, object]:
-    """``call``'s ``--args``: the arguments object, once it can be sent faithfully.
+    """``call``'s ``--args``: the arguments object, once the library would send it (R-TOOL-9).
 
     :param text: the option's value, JSON text.
-    :param tool: the tool as typed on the command line.
+    :param tool: the tool as typed on the command line, named in a refusal.
     :returns: the parsed object.
     :raises CommandFailed: (exit 2) ``text`` is not JSON or not an object,
-        or holds what could not be sent faithfully: NaN, an infinity, a
-        float or an integer too large, nesting too deep.
+        or holds what the call could not send: NaN, an infinity, a float or
+        an integer too large, nesting past the library's
+        :data:`~wave_actors._transport.arguments.MAX_DEPTH`, a lone surrogate.
     """
-    too_deep = f"--args nests deeper than the {_MAX_ARGUMENT_DEPTH} levels a tool call can carry"
+    too_deep = f"--args nests deeper than the {MAX_DEPTH} levels a tool call can carry"
     try:
         value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
@@ -209,6 +211,11 @@ def tool_arguments(text: str, tool: str) -> dict[str, object]:
     if not isinstance(value, dict):
         fail(f'--args must be a JSON object like \'{{"text": "hi"}}\', got {type(value).__name__}', EXIT_USAGE)
     arguments = cast(dict[str, object], value)
-    if _depth(arguments) > _MAX_ARGUMENT_DEPTH:
+    if _depth(arguments) > MAX_DEPTH:
         fail(too_deep, EXIT_USAGE)
+    # What else the call would refuse (a lone surrogate, say), refused now by its own rules, before the dial.
+    try:
+        tool_call_arguments(tool, arguments)
+    except TypeError as error:
+        fail(f"--args: {error}", EXIT_USAGE)
     return arguments
