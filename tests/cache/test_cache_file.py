@@ -72,6 +72,25 @@ def test_a_write_round_trips_and_creates_the_home(path: Path) -> None:
     assert os.stat(path).st_mode & 0o777 == 0o600
 
 
+def test_what_a_listing_skipped_is_recorded_with_its_tools(path: Path) -> None:
+    # R-CACHE-1 with R-TOOL-9: the tools a listing skipped as invalid are part of the snapshot.
+    skipped = ("tool 'broken' skipped: the MCP SDK rejects its listing: inputSchema.type: Input should be 'object'",)
+    write(path, attrs.evolve(entry("files"), warnings=skipped))
+    cached = read_cache(path).lookup("files", "f1")
+    assert cached is not None and cached.warnings == skipped
+    write(path, entry("files"))  # a listing that skipped nothing clears them
+    cleared = read_cache(path).lookup("files", "f1")
+    assert cleared is not None and cleared.warnings == ()
+
+
+def test_an_entry_written_before_warnings_were_recorded_reads_without_any(path: Path) -> None:
+    older = {"server": "ok", "fingerprint": "f", "workdir": WORKDIR, "last_connected": 2.0, "tools": [{"name": "t"}]}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": 1, "servers": [older]}))
+    cached = read_cache(path).lookup("ok", "f")
+    assert cached is not None and cached.warnings == ()
+
+
 def test_a_new_snapshot_replaces_the_old_one_and_an_empty_list_overwrites(path: Path) -> None:
     write(path, entry("files", tools=("a", "b")))
     write(path, entry("files", tools=()))
@@ -161,6 +180,8 @@ def test_a_corrupt_cache_is_an_empty_cache_and_the_next_write_repairs_it(
             "tools": [{"name": "t", "input_schema": []}],
         },
         {"server": "s", "fingerprint": "f", "last_connected": 1.0, "tools": []},
+        {"server": "s", "fingerprint": "f", "workdir": WORKDIR, "last_connected": 1.0, "tools": [], "warnings": "x"},
+        {"server": "s", "fingerprint": "f", "workdir": WORKDIR, "last_connected": 1.0, "tools": [], "warnings": [1]},
         "a string",
     ],
 )
@@ -320,6 +341,7 @@ class _State:
     state: ServerState
     last_connected: float | None
     tools: tuple[_Tool, ...]
+    warnings: tuple[str, ...] = ()
 
 
 def _connected(config: ServerConfig, *tools: str, at: float = 5.0) -> tuple[ServerConfig, Any]:

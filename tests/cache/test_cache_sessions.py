@@ -113,6 +113,14 @@ async def test_the_last_snapshot_is_written_when_the_session_closes_right_after_
     assert [entry["server"] for entry in cached_entries(tmp_path / "home")] == ["echo"]
 
 
+async def test_the_tools_a_listing_skipped_are_written_with_the_snapshot(tmp_path: Path) -> None:
+    # R-CACHE-1 with R-TOOL-9: a status display without a connection can still say what was skipped, and why.
+    async with idle_session(tmp_path, {"f": fault_server_entry(invalid_schema=["broken"])}) as session:
+        status = await session.connect("f")
+    [entry] = cached_entries(tmp_path / "home")
+    assert entry["warnings"] == list(status.warnings) and "'broken'" in status.warnings[0]
+
+
 @pytest.mark.parametrize("content", [b"", b"\x00garbage", b'{"format": 1, "servers": {"x": 1}}'])
 async def test_a_corrupt_cache_never_stops_a_session_and_is_repaired(tmp_path: Path, content: bytes) -> None:
     # R-CACHE-3

@@ -5,10 +5,13 @@ The file::
     {"format": 1, "servers": [{"server": "files", "fingerprint": "1daac43bdf002ce1",
                                "workdir": "/home/me/project", "last_connected": 1767225600.0,
                                "tools": [{"name": "search", "description": "...",
-                                          "input_schema": {...}, "read_only_hint": true}]}]}
+                                          "input_schema": {...}, "read_only_hint": true}],
+                               "warnings": ["tool 'broken' skipped: ..."]}]}
 
 It holds names, fingerprints, workdirs and what servers said about their
-tools: no ``env`` value, no header, no URL (R-CACHE-5, R-CFG-12).
+tools, including the tools a listing skipped as invalid (``warnings``; an
+entry written without them has none): no ``env`` value, no header, no URL
+(R-CACHE-5, R-CFG-12).
 
 Reading never fails (R-CACHE-3): a missing file, one that is not a regular
 file, too big, not UTF-8, not JSON or of the wrong shape is an empty cache,
@@ -142,6 +145,7 @@ def _server_of(value: object) -> CachedServer | None:
     fields = cast(dict[str, object], value)
     server, fingerprint, workdir = fields.get("server"), fields.get("fingerprint"), fields.get("workdir")
     last_connected, listed = fields.get("last_connected"), fields.get("tools")
+    warnings = fields.get("warnings", [])
     if (
         not isinstance(server, str)
         or not isinstance(fingerprint, str)
@@ -149,12 +153,21 @@ def _server_of(value: object) -> CachedServer | None:
         or isinstance(last_connected, bool)
         or not isinstance(last_connected, int | float)
         or not isinstance(listed, list)
+        or not isinstance(warnings, list)
+        or not all(isinstance(warning, str) for warning in cast(list[object], warnings))
     ):
         return None
     tools = [_tool_of(tool) for tool in cast(list[object], listed)]
     if any(tool is None for tool in tools):
         return None
-    return CachedServer(server, fingerprint, workdir, float(last_connected), tuple(cast(list[CachedTool], tools)))
+    return CachedServer(
+        server,
+        fingerprint,
+        workdir,
+        float(last_connected),
+        tuple(cast(list[CachedTool], tools)),
+        tuple(cast(list[str], warnings)),
+    )
 
 
 def _parse(data: bytes) -> list[object]:
@@ -259,6 +272,7 @@ def _encode_entry(entry: CachedServer) -> str | None:
             }
             for tool in entry.tools
         ],
+        "warnings": list(entry.warnings),
     }
     try:
         # ASCII escapes: a lone surrogate in a server's description must not make the file unwritable.

@@ -45,6 +45,8 @@ class CachedServer:
     :param workdir: the resolved workdir it was loaded for, which pruning goes by (R-CACHE-4).
     :param last_connected: wall-clock time (``time.time()``) of that connect.
     :param tools: what it listed; empty is a snapshot too.
+    :param warnings: the tools that listing skipped as invalid, one line each
+        saying which and why (``ServerStatus.warnings`` then, R-TOOL-9).
     """
 
     server: str
@@ -52,6 +54,7 @@ class CachedServer:
     workdir: str
     last_connected: float
     tools: tuple[CachedTool, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:

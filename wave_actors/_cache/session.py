@@ -104,7 +104,11 @@ class SessionToolCache:
             tools = tuple(
                 CachedTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint) for tool in state.tools
             )
-            updates.append(CachedServer(config.name, config.fingerprint, self._workdir, state.last_connected, tools))
+            updates.append(
+                CachedServer(
+                    config.name, config.fingerprint, self._workdir, state.last_connected, tools, state.warnings
+                )
+            )
         if not updates:
             return
         self._cache = self._cache.with_entries(updates)
