@@ -2,7 +2,8 @@
 
 Every server is shown as a new session would show it before its first dial:
 its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
-and the tools the snapshot cache recorded at its last connect (R-CACHE-2).
+the tools the snapshot cache recorded at its last connect (R-CACHE-2), and
+the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
 
 This command must start fast and spawn nothing, so this module imports only
 :mod:`wave_actors._config` and :mod:`wave_actors._cache` (neither ``trio``
@@ -48,14 +49,25 @@ def _configured_state(config: ServerConfig) -> str:
 
 
 def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
-    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
+    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2).
+
+    A server with cached tools has the warnings of the listing they come from
+    (the tools it skipped as invalid, R-TOOL-9).
+    """
     from wave_actors._actor.machine import initial_state
     from wave_actors._cache import cache_file, read_cache
     from wave_actors._catalog import build_snapshot
 
     cache = read_cache(cache_file(home_directory), workdir=loaded.workdir)
     servers = [(config, initial_state(enabled=config.enabled)) for config in loaded.servers.values()]
-    return {status.name: status for status in build_snapshot(0, servers, cache=cache).servers}
+    statuses: dict[str, ServerStatus] = {}
+    for status in build_snapshot(0, servers, cache=cache).servers:
+        cached = cache.lookup(status.name, status.fingerprint) if status.tools_cached else None
+        if cached is not None and not status.warnings:
+            # A session's status carries the warnings of its live listing only; these are the cached listing's.
+            status = attrs.evolve(status, warnings=cached.warnings)
+        statuses[status.name] = status
+    return statuses
 
 
 def _cached_document(status: ServerStatus) -> dict[str, object]:
@@ -65,6 +77,7 @@ def _cached_document(status: ServerStatus) -> dict[str, object]:
         "tools_cached": status.tools_cached,
         "last_connected": status.last_connected,
         "connection": None if connection is None else {**attrs.asdict(connection), "display": connection.display},
+        "warnings": list(status.warnings),
     }
 
 
@@ -75,6 +88,12 @@ def _cached_tools_block(statuses: Sequence[ServerStatus]) -> str:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.last_connected or 0))
             names = ", ".join(tool.tool for tool in status.tools) or "no tools"
             lines.append(f"  {status.name} ({len(status.tools)} at {when}): {names}")
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def _warnings_block(statuses: Sequence[ServerStatus]) -> str:
+    lines = ["warnings (tools the server's last listing skipped as invalid):"]
+    lines.extend(f"  {status.name}: {warning}" for status in statuses for warning in status.warnings)
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
@@ -125,9 +144,10 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
             for config in configs
         ]
         out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
-        cached = _cached_tools_block([statuses[config.name] for config in configs])
-        if cached:
-            out.write(f"\n{printable(cached)}\n")
+        listed = [statuses[config.name] for config in configs]
+        for block in (_cached_tools_block(listed), _warnings_block(listed)):
+            if block:
+                out.write(f"\n{printable(block)}\n")
     else:
         out.write(f"no MCP servers configured for {printable(loaded.workdir)}\n")
     if loaded.diagnostics:

@@ -121,6 +121,7 @@ def status_document(status: ServerStatus) -> dict[str, object]:
         "tools": [tool.name for tool in status.tools],
         "last_connected": status.last_connected,
         "manually_disconnected": status.manually_disconnected,
+        "warnings": list(status.warnings),
     }
 
 
@@ -153,6 +154,7 @@ async def tools(arguments: argparse.Namespace, out: TextIO) -> int:
                     }
                     for tool in status.tools
                 ],
+                "warnings": list(status.warnings),
             },
             out,
         )
