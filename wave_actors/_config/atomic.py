@@ -1,7 +1,7 @@
 """Replacing a file atomically, and the inter-process lock around read-modify-write (R-CACHE-4, R-STORE-1).
 
 Two things, shared by the configuration store (:mod:`wave_actors._config.store`)
-and the tool snapshot cache (:mod:`wave_actors._cache`):
+and the tool snapshot cache (:mod:`wave_actors._cache.file`):
 
 * :func:`replace_atomically` writes new content to a temporary file in the
   target's directory, flushes it to disk, renames it over the target and
