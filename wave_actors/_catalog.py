@@ -11,9 +11,11 @@ A server not dialed in this session (``disconnected`` or ``disabled``, the
 session open) shows the tools of its cache entry, when the tool snapshot
 cache has one for its name and current fingerprint, marked ``tools_cached``
 with that entry's connect time (R-CACHE-2). Once dialed, a server shows what
-its connection says: a manual disconnect clears its tools. Their names are given per server, apart from the
-live ones, so a cached tool never changes a live tool's name; the snapshot
-never resolves them and declarations never include them (R-TOOL-3).
+its connection says: a manual disconnect clears its tools. A tool's name is a
+pure function of its server and raw name (R-TOOL-1), so a cached tool has the
+name it will have live, and no other server's tools can change it; the
+snapshot never resolves cached tools and declarations never include them
+(R-TOOL-3).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from wave_actors._actor.machine import ActorState, ServerTool
 from wave_actors._cache import CachedServer, ToolCache
 from wave_actors._config import ServerConfig, ToolOverride
 from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, ToolInfo
-from wave_actors._tools import assign_names
+from wave_actors._tools import assign_names, normalize
 
 __all__ = ["build_snapshot", "unknown_tool_hint"]
 
@@ -139,7 +141,7 @@ def unknown_tool_hint(snapshot: SessionSnapshot, name: str) -> str:
     if len(parts) >= 3 and parts[0] == "mcp":
         server = parts[1]
         for status in snapshot.servers:
-            if status.name == server or status.name.replace("-", "_") == server:
+            if status.name == server or normalize(status.name) == server:
                 listed = ", ".join(tool.tool for tool in status.tools) or "none listed"
                 return f"server {status.name!r} is {status.state.value}; its tools: {listed}"
     names = ", ".join(sorted(status.name for status in snapshot.servers)) or "none"
