@@ -263,11 +263,11 @@ async def test_approval_restores_mcp_call_to_the_name_full_mode_declares(tmp_pat
         snapshot = session.snapshot()
         full_names = {declaration.name for declaration in session.tool_declarations(LoadMode.FULL)}
     echo = approval_decision("mcp_call", {"server": "git hub", "tool": "echo"}, ApprovalLevel.READ_ONLY, snapshot)
-    assert echo.tool_name == "mcp__git_hub__echo" and echo.tool_name in full_names
+    assert echo.tool_name == "mcp__git_hub__echo_dcc0b026" and echo.tool_name in full_names
     assert echo.needs_approval is False and echo.display_name == "git hub.echo"
     crash = approval_decision("mcp_call", {"server": "git hub", "tool": "crash"}, ApprovalLevel.READ_WRITE, snapshot)
     assert crash.needs_approval is True and crash.approver == "human"
-    pid = approval_decision("mcp__git_hub__pid", {}, ApprovalLevel.READ_ONLY, snapshot)
+    pid = approval_decision("mcp__git_hub__pid_23ac8fd4", {}, ApprovalLevel.READ_ONLY, snapshot)
     assert pid.needs_approval is False and pid.concurrency_safe
 
 

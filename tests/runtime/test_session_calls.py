@@ -15,14 +15,14 @@ from wave_actors.testing import fault_server_entry
 
 
 async def test_call_by_model_visible_name_and_tool_errors_are_results(tmp_path: Path) -> None:
-    # R-TOOL-1, R-TOOL-6
+    # R-TOOL-1, R-TOOL-6: "git hub" normalizes to "git_hub", so the names carry a hash of the raw pair.
     async with connected_session(tmp_path, {"git hub": fault_server_entry()}) as session:
         names = {declaration.name for declaration in session.tool_declarations(LoadMode.FULL)}
-        assert "mcp__git_hub__echo" in names
-        assert session.resolve_tool("mcp__git_hub__echo") == ("git hub", "echo")
-        result = await session.call_tool("mcp__git_hub__echo", {"text": "hi"})
+        assert "mcp__git_hub__echo_dcc0b026" in names
+        assert session.resolve_tool("mcp__git_hub__echo_dcc0b026") == ("git hub", "echo")
+        result = await session.call_tool("mcp__git_hub__echo_dcc0b026", {"text": "hi"})
         assert result.content[0].text == "hi"  # type: ignore[union-attr]
-        failed = await session.call_tool("mcp__git_hub__fail", {"message": "no"})
+        failed = await session.call_tool("mcp__git_hub__fail_fbfab63b", {"message": "no"})
         assert failed.is_error
 
 
