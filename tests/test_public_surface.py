@@ -14,8 +14,12 @@ import pkgutil
 import re
 import subprocess
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
+
+import attrs
+import cattrs
 
 import supervisors
 import wave_actors
@@ -124,6 +128,18 @@ def test_every_type_in_a_public_signature_is_exported() -> None:
     assert not missing, "types in public signatures that wave_actors does not export: " + ", ".join(
         f"{token} (in {where}, defined in {module})" for where, token, module in sorted(missing)
     )
+
+
+def test_type_hints_of_public_classes_resolve_under_their_public_module_name() -> None:
+    # Hosts serialise snapshots and options (cattrs, attrs.resolve_types, typing.get_type_hints):
+    # reporting `wave_actors` as the module must not hide the names the annotations use.
+    for name in sorted(public_names(wave_actors)):
+        value = getattr(wave_actors, name)
+        if inspect.isclass(value):
+            typing.get_type_hints(value)
+            if attrs.has(value):
+                attrs.resolve_types(value)
+    assert cattrs.Converter().unstructure(wave_actors.SessionOptions())["dial_timeout"] == 30.0
 
 
 def test_every_error_is_a_wave_actors_error() -> None:

@@ -157,10 +157,18 @@ class Host(metaclass=NoPublicConstructor):
         self, parameters: SessionParameters, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """The session's task: it lives until :meth:`destroy_session` closes the session's scope."""
+        refused = False
         async with open_owned_session(parameters, owner=self, versions=self._versions) as (session, lifecycle):
-            self._sessions[session.id] = (session, lifecycle)
-            task_status.started(session)
-            await trio.sleep_forever()  # ends when lifecycle.close() cancels the session's scope
+            if refused := self._closing:
+                # The host began closing while this session's configuration loaded: its teardown has
+                # listed the sessions to destroy already, so this one closes here, before it is listed.
+                lifecycle.close()
+            else:
+                self._sessions[session.id] = (session, lifecycle)
+                task_status.started(session)
+                await trio.sleep_forever()  # ends when lifecycle.close() cancels the session's scope
+        if refused:  # raised here, outside the session's nursery, so the creator gets it as it is
+            raise WaveActorsError("the host is closing; no new sessions")
 
     def get_session(self, session_id: str) -> Session:
         """The live session with that id.

@@ -226,6 +226,8 @@ class Session(metaclass=NoPublicConstructor):
         failed: list[Exception] = []
 
         def holds(_: int) -> bool:
+            if found or failed:
+                return True  # decided already; later versions must not change the answer
             snapshot = self.snapshot()
             try:
                 if predicate(snapshot):
@@ -280,17 +282,25 @@ class Session(metaclass=NoPublicConstructor):
            turn). To end it, call :meth:`disconnect`; closing the session and
            the dial timeout end it too.
 
-        :raises UnknownServer: no such server.
+        :raises UnknownServer: no such server (or it was removed by a reconfigure meanwhile).
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
         :raises DialError: the dial failed; the server is left in ``error``.
+        :raises ServerUnavailable: the dial did not end connected for another
+            reason: a :meth:`disconnect` overtook it, the server was retired, or
+            the session closed meanwhile.
         """
         actor = self._actor(name)
         if not actor.config.enabled:
             raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
         await actor.connect(explicit=True)
+        if self.closed:
+            raise ServerUnavailable(f"session {self.id} closed while server {name!r} was connecting")
         status = self.server(name)
         if status.state is ServerState.ERROR:
             raise DialError(status.error or f"server {name!r}: connect failed")
+        if status.state is not ServerState.CONNECTED:
+            why = "a disconnect overtook it" if status.manually_disconnected else f"it is {status.state.value}"
+            raise ServerUnavailable(f"server {name!r} did not stay connected: {why}")
         return status
 
     async def disconnect(self, name: str) -> ServerStatus:
@@ -470,6 +480,7 @@ class Session(metaclass=NoPublicConstructor):
                 # so its name must be free for the next configuration to use.
                 for name in plan.removed:
                     del self._actors[name]
+                self._changed()  # cancelled half-way or not, the snapshot shows them gone
             for name in plan.kept:
                 self._actors[name].update_settings(loaded.servers[name])
             self._register(loaded)

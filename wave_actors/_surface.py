@@ -9,8 +9,11 @@ instead, and every name re-exported from :mod:`wave_actors` reports
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar
+
+import attrs
 
 __all__ = ["NoPublicConstructor", "fixup_module_metadata"]
 
@@ -56,6 +59,8 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> 
         module = getattr(obj, "__module__", None)
         if not isinstance(module, str) or not module.startswith(module_name + "."):
             return
+        if isinstance(obj, type):
+            _resolve_annotations(obj)
         try:
             obj.__module__ = module_name  # type: ignore[attr-defined]
         except (AttributeError, TypeError):
@@ -68,3 +73,22 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> 
     for name, obj in namespace.items():
         if not name.startswith("_"):
             fix(name, obj)
+
+
+def _resolve_annotations(cls: type) -> None:
+    """Resolve ``cls``'s string annotations where it is defined, before its ``__module__`` changes.
+
+    ``typing.get_type_hints`` (and attrs, and cattrs) look names up in
+    ``sys.modules[cls.__module__]``; once that says ``wave_actors``, names the
+    defining module imported (``Mapping``, ``Path``, ...) would not be found.
+    Annotations that cannot be resolved (imported only for type checking) are
+    left as they are.
+    """
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        return
+    own = cls.__dict__.get("__annotations__", {})
+    cls.__annotations__ = {name: hints.get(name, annotation) for name, annotation in own.items()}
+    if attrs.has(cls):
+        attrs.resolve_types(cls)

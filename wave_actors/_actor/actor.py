@@ -87,6 +87,7 @@ class ServerActor:
         "_calls_in_flight",
         "_config",
         "_connection",
+        "_current",
         "_drained",
         "_mailbox_receive",
         "_mailbox_send",
@@ -122,6 +123,7 @@ class ServerActor:
         self._supervisor: Supervisor | None = None
         self._connection: tuple[int, Connection] | None = None  # the newest generation's, from its Up
         self._waiters: list[trio.Event] = []  # callers of commands, until the machine is settled
+        self._current: trio.Event | None = None  # the caller of the command being carried out
         self._calls_in_flight = 0
         self._drained: trio.Event | None = None  # made only by a retire that waits for calls
 
@@ -161,11 +163,28 @@ class ServerActor:
     async def reload(self, config: ServerConfig) -> None:
         """Take a changed entry; a running server is re-dialed with it, under the same name."""
         self._config = config
+        self._on_change()  # a snapshot showing the new entry gets a version of its own
         await self._command(Reload(enabled=config.enabled))
 
     def refuse_commands(self) -> None:
-        """Release every caller at once from now on: the session is closing and cancels the actor's task."""
+        """Release every caller now, and refuse every command from now on: the session is closing.
+
+        The session then cancels the actor's task; its transport is reclaimed
+        as the session's nursery exits, which is what a destroy waits for, not
+        the callers of commands.
+        """
         self._refusing = True
+        if self._current is not None:
+            self._current.set()
+        if self._mailbox_receive is not None:
+            while True:
+                try:
+                    _, done = self._mailbox_receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if done is not None:
+                    done.set()
+        self._release_waiters()
 
     def update_settings(self, config: ServerConfig) -> None:
         """Take an entry whose connection is unchanged (same fingerprint): timeouts, overrides."""
@@ -183,6 +202,13 @@ class ServerActor:
                 done.set()
             return
         if self._mailbox_send is None:
+            if not any(isinstance(effect, StartTransport) for effect in reduce(self._state, message)[1]):
+                # Nothing runs for this server, so there is nothing to stop: the message is carried
+                # out here, and an idle server keeps costing no task (R-HOST-3).
+                self._apply(message)
+                if done is not None:
+                    done.set()
+                return
             self._mailbox_send, self._mailbox_receive = trio.open_memory_channel[tuple[Message, trio.Event | None]](
                 math.inf
             )
@@ -220,6 +246,7 @@ class ServerActor:
             self._release_waiters()
 
     async def _step(self, message: Message, done: trio.Event | None) -> None:
+        self._current = done
         try:
             for effect in self._apply(message):
                 await self._execute(effect)
@@ -228,6 +255,8 @@ class ServerActor:
             if done is not None:
                 done.set()
             raise
+        finally:
+            self._current = None
         if done is not None:
             self._waiters.append(done)
         if settled(self._state):
@@ -243,7 +272,11 @@ class ServerActor:
         after, effects = reduce(before, message)
         observer = self._options.transition_observer
         if observer is not None:
-            observer(describe_transition(self.name, before, message, after, effects))
+            try:
+                observer(describe_transition(self.name, before, message, after, effects))
+            except Exception:
+                # The host's code, not a server's: logged, and never allowed to take the server (or the host) down.
+                logger.exception("server %r: the transition observer raised; ignored", self.name)
         if isinstance(message, Up) and after is not before and message.connection is not None:
             self._connection = (message.generation, message.connection)
         if after is before:
