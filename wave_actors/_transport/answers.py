@@ -1,7 +1,7 @@
 """Answers no request may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9).
 
 The MCP SDK matches an answer to its request only once the answer is a valid
-JSON-RPC message, and validates a whole tool listing at once. Two holes
+JSON-RPC message, and validates a whole tool listing at once. Holes
 follow, and this module closes them at the transport, without touching the
 SDK's session, by rewriting what travels on the SDK's streams:
 
@@ -17,6 +17,10 @@ SDK's session, by rewriting what travels on the SDK's streams:
   :class:`ToolListingCheck` watches ``tools/list`` requests go out and takes
   the tools the SDK would reject out of their answers, recording which and
   why, so the server keeps its valid tools.
+- An answer larger than the transport's limit on one message
+  (``TransportOptions.max_message_bytes``) is dropped by the HTTP and SSE
+  transports; :func:`oversized_answer` fails its request at once, naming
+  the limit, and the connection goes on.
 
 The error answers it makes carry a :class:`Refusal` as their ``data``: a
 Python object no server can send, so
@@ -36,12 +40,21 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 from wave_actors._config.redact import describe_secret
+from wave_actors._transport.progress import ProgressRoutes
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp_types import RequestId
 
-__all__ = ["Refusal", "ToolListingCheck", "checked_streams", "malformed_answer", "unsendable_request"]
+__all__ = [
+    "Refusal",
+    "ToolListingCheck",
+    "answered_id",
+    "checked_streams",
+    "malformed_answer",
+    "oversized_answer",
+    "unsendable_request",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +76,8 @@ class Refusal(enum.Enum):
     """The server's answer to it was not a valid JSON-RPC response."""
     UNSENDABLE = "unsendable"
     """It could not be written to the server."""
+    TOO_LARGE = "too large"
+    """The server's answer to it was larger than the transport's limit on one message."""
 
 
 def malformed_answer(server: str, line: bytes, error: ValueError) -> SessionMessage | None:
@@ -110,13 +125,36 @@ _ID_MEMBER: Final = re.compile(rb'"id"\s*:\s*(?:(?P<number>-?\d+)|"(?P<text>[^"\
 
 
 def _too_deep_answer(line: bytes) -> tuple[RequestId, str] | None:
-    start = _ANSWER_START.match(line, 0, 4096)
+    request_id = answered_id(line)
+    return None if request_id is None else (request_id, _TOO_DEEP)
+
+
+def answered_id(head: bytes) -> RequestId | None:
+    """The top-level id of the answer that starts with ``head``, if it can be read there.
+
+    For an answer too large to keep (:func:`oversized_answer`): serializers
+    write ``jsonrpc`` and ``id`` before ``result``, so the id is in the first
+    bytes; ``None`` when it is not.
+    """
+    start = _ANSWER_START.match(head, 0, 4096)
     member = _ID_MEMBER.search(start.group("members")) if start is not None else None
     if member is None:
         return None
     number, text = member.group("number"), member.group("text")
-    request_id: RequestId = int(number) if number is not None else text.decode("utf-8", "replace")
-    return request_id, _TOO_DEEP
+    return int(number) if number is not None else text.decode("utf-8", "replace")
+
+
+def oversized_answer(request_id: RequestId, limit: int) -> SessionMessage:
+    """An error answer for a request whose answer was larger than ``limit`` bytes and was dropped.
+
+    The request fails at once, naming the limit and the setting that raises it;
+    the connection, and every other request on it, go on.
+    """
+    text = (
+        f"the server's answer is larger than the limit of {limit} bytes on one message "
+        "(TransportOptions.max_message_bytes); it was dropped, and the connection is fine"
+    )
+    return _error_answer(request_id, text, Refusal.TOO_LARGE)
 
 
 def unsendable_request(message: SessionMessage, error: Exception) -> SessionMessage | None:
@@ -273,18 +311,23 @@ def _correlated(request_id: RequestId) -> RequestId:
 
 
 class _CheckedReadStream:
-    """A read stream passing every item through :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``)."""
+    """A read stream handing progress to its callers, then every other item to
+    :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``)."""
 
-    def __init__(self, inner: Any, check: ToolListingCheck) -> None:
+    def __init__(self, inner: Any, check: ToolListingCheck, progress: ProgressRoutes | None) -> None:
         self._inner = inner
         self._check = check
+        self._progress = progress
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
-        return self._check.received(await self._inner.receive())
+        item = await self._inner.receive()
+        while self._progress is not None and self._progress.deliver(item):
+            item = await self._inner.receive()
+        return self._check.received(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -293,7 +336,10 @@ class _CheckedReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        return self._check.received(await self._inner.__anext__())
+        item = await self._inner.__anext__()
+        while self._progress is not None and self._progress.deliver(item):
+            item = await self._inner.__anext__()
+        return self._check.received(item)
 
     async def __aenter__(self) -> Self:
         return self
@@ -327,11 +373,14 @@ class _CheckedWriteStream:
         await self.aclose()
 
 
-def checked_streams(read_stream: Any, write_stream: Any, check: ToolListingCheck) -> tuple[Any, Any]:
-    """``(read_stream, write_stream)`` as the SDK should see them: through ``check``.
+def checked_streams(
+    read_stream: Any, write_stream: Any, check: ToolListingCheck, progress: ProgressRoutes | None = None
+) -> tuple[Any, Any]:
+    """``(read_stream, write_stream)`` as the SDK should see them: through ``check`` (and ``progress``).
 
     :param read_stream: the transport's stream of incoming messages.
     :param write_stream: the transport's stream of outgoing messages.
     :param check: the connection's tool-listing check.
+    :param progress: the connection's progress routes (R-TOOL-10); their notifications never reach the SDK.
     """
-    return _CheckedReadStream(read_stream, check), _CheckedWriteStream(write_stream, check)
+    return _CheckedReadStream(read_stream, check, progress), _CheckedWriteStream(write_stream, check)

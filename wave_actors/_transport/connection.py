@@ -20,6 +20,7 @@ import trio
 from wave_actors._errors import ToolCallError
 from wave_actors._transport.answers import ToolListingCheck
 from wave_actors._transport.failures import request_error
+from wave_actors._transport.progress import ProgressCallback, ProgressRoutes
 from wave_actors._transport.stderr import StderrLog
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class Connection:
     :param stderr: the stdio server's stderr log, ``None`` for http and sse.
     :param listing: the check that takes the tools the SDK would reject out of
         tool listings (R-TOOL-9); a connection built without one skips nothing.
+    :param progress: the routes that deliver each call's progress to it
+        (R-TOOL-10); a connection built without them cannot report progress.
     """
 
     server: str
@@ -67,6 +70,7 @@ class Connection:
     pid: int | None
     stderr: StderrLog | None
     listing: ToolListingCheck | None = None
+    progress: ProgressRoutes | None = None
     _lost: trio.Event = attrs.field(factory=trio.Event)
     _listing_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _loss_reason: str | None = None
@@ -85,6 +89,11 @@ class Connection:
         if self._loss_reason is None:
             self._loss_reason = reason
             self._lost.set()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection was lost by itself (then there is no server-side session left to end)."""
+        return self._lost.is_set()
 
     async def wait_lost(self) -> str:
         """Wait until the connection is lost by itself (crash, EOF, drop) and return why."""
@@ -135,7 +144,12 @@ class Connection:
             ) from exc
 
     async def call_tool(
-        self, tool: str, arguments: Mapping[str, Any] | None, *, timeout: float
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         """Call ``tool`` with a deadline counted from send (R-TOOL-4).
 
@@ -145,12 +159,17 @@ class Connection:
         :param tool: the server's raw tool name.
         :param arguments: the tool's arguments.
         :param timeout: seconds from send; progress notifications do not extend it.
+        :param on_progress: called with ``(progress, total, message)`` for each
+            ``notifications/progress`` of this call, in the server's order
+            (R-TOOL-10); ``None`` sends no progress token.
         :raises ToolTimeout: the deadline passed.
         :raises ServerUnavailable: the connection was lost before an answer came.
         :raises ToolCallError: the server answered with a JSON-RPC error, or a
             result the SDK rejected (e.g. breaking the tool's output schema).
         :raises TypeError: the arguments cannot be serialized to JSON.
         """
+        if on_progress is not None:
+            return await self._call_with_progress(tool, arguments, timeout, on_progress)
         # A plain try (no context manager, no per-call import): this is the hot path (R-TOOL-5).
         try:
             return await self.session.call_tool(tool, dict(arguments or {}), read_timeout_seconds=timeout)
@@ -158,3 +177,22 @@ class Connection:
             raise request_error(
                 exc, server=self.server, request=f"tools/call {tool!r}", timeout=timeout, loss_reason=self._loss_reason
             ) from exc
+
+    async def _call_with_progress(
+        self, tool: str, arguments: Mapping[str, Any] | None, timeout: float, on_progress: ProgressCallback
+    ) -> mcp_types.CallToolResult:
+        if self.progress is None:
+            raise TypeError(f"server {self.server!r}: this connection cannot report progress")
+        with self.progress.route(on_progress) as token:
+            try:
+                return await self.session.call_tool(
+                    tool, dict(arguments or {}), read_timeout_seconds=timeout, meta={"progress_token": token}
+                )
+            except Exception as exc:
+                raise request_error(
+                    exc,
+                    server=self.server,
+                    request=f"tools/call {tool!r}",
+                    timeout=timeout,
+                    loss_reason=self._loss_reason,
+                ) from exc

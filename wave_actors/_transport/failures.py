@@ -38,10 +38,11 @@ from wave_actors._transport.stderr import StderrLog
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
 
-__all__ = ["DialBoundary", "Failure", "classify", "dial_error", "request_error"]
+__all__ = ["DialBoundary", "Failure", "classify", "dial_error", "http_refusal", "request_error"]
 
 # Their exceptions have no common base; whatever they raise is the transport failing.
 _TRANSPORT_LIBRARIES: Final = ("httpx", "anyio")
+_SAID_CHARS: Final = 200
 
 
 class Failure(enum.Enum):
@@ -61,6 +62,8 @@ class Failure(enum.Enum):
     """The server's answer to this request was not a valid JSON-RPC response; the connection is fine."""
     REJECTED = enum.auto()
     """The server's answer was malformed, or broke the tool's own output schema."""
+    TOO_LARGE = enum.auto()
+    """The server's answer passed the transport's limit on one message and was dropped; the connection is fine."""
 
 
 @attrs.frozen
@@ -89,6 +92,13 @@ def _table() -> _Table:
     )
 
 
+_REFUSALS: Final = {
+    Refusal.MALFORMED: Failure.MALFORMED,
+    Refusal.UNSENDABLE: Failure.UNSERIALIZABLE,
+    Refusal.TOO_LARGE: Failure.TOO_LARGE,
+}
+
+
 def classify(error: Exception) -> Failure:
     """What ``error``, raised below the transport, means.
 
@@ -99,7 +109,7 @@ def classify(error: Exception) -> Failure:
         # The transport's own answers (see .answers) carry a Refusal, which no server can send.
         refusal = error.data
         if isinstance(refusal, Refusal):
-            return Failure.MALFORMED if refusal is Refusal.MALFORMED else Failure.UNSERIALIZABLE
+            return _REFUSALS[refusal]
         return table.by_code.get(error.code, Failure.ANSWERED)
     for types, failure in table.by_type:
         if isinstance(error, types):
@@ -141,7 +151,7 @@ def request_error(
         return ToolCallError(f"{prefix}: the server answered with error {answer.code}: {answer.message}", answer.code)
     if failure is Failure.UNSERIALIZABLE:
         return TypeError(f"{prefix}: the arguments are not JSON-serializable, so nothing was sent: {_detail(error)}")
-    if failure is Failure.MALFORMED:
+    if failure in (Failure.MALFORMED, Failure.TOO_LARGE):
         return ToolCallError(f"{prefix}: {_detail(error)}")
     return ToolCallError(f"{prefix}: the server's answer was rejected: {_detail(error)}")
 
@@ -162,6 +172,24 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
     if stderr is not None and (tail := stderr.tail()):
         message += "\n  stderr:\n    " + tail.replace("\n", "\n    ")
     return DialError(message)
+
+
+def http_refusal(status: int, phrase: str, *, origin: str, said: str | None = None) -> str:
+    """Words for an HTTP server that refused a request with ``status`` (http and sse entries).
+
+    :param status: the HTTP status, e.g. 401.
+    :param phrase: its reason phrase, e.g. ``"Unauthorized"``.
+    :param origin: where the entry was configured (a file path, or ``constructor``).
+    :param said: what the server said about it, if anything worth repeating.
+    """
+    text = f"the server answered HTTP {status}" + (f" {phrase}" if phrase else "")
+    if said:
+        text += f" ({redact_text(said)[:_SAID_CHARS]})"
+    if status in (401, 403):
+        text += f": it refused the credentials or headers sent; check the entry's headers in {origin}"
+    elif status == 404:
+        text += f": check the entry's url in {origin}"
+    return text
 
 
 def _detail(error: Exception) -> str:
