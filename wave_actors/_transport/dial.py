@@ -14,12 +14,14 @@ connection it yields in :mod:`.connection`; what its failures become, in
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -30,6 +32,7 @@ from wave_actors._transport.answers import ToolListingCheck, checked_streams
 from wave_actors._transport.connection import Connection
 from wave_actors._transport.failures import DialBoundary, dial_error
 from wave_actors._transport.proctree import Graces
+from wave_actors._transport.progress import ProgressRoutes
 from wave_actors._transport.redaction import install_log_redaction, redact_text
 from wave_actors._transport.remote import heartbeat, open_remote_transport
 
@@ -38,9 +41,29 @@ if TYPE_CHECKING:
 
     from wave_actors._transport.stdio import StdioProcess
 
-__all__ = ["TransportOptions", "open_connection"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation", "open_connection"]
 
 logger = logging.getLogger(__name__)
+
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
+
+
+def _client_info(value: tuple[str, str] | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, tuple)  # pyright: ignore[reportUnnecessaryIsInstance]  # callers are untyped too
+        or len(value) != 2
+        or not all(isinstance(part, str) and part for part in value)  # pyright: ignore[reportUnnecessaryIsInstance]
+    ):
+        raise TypeError(f"client_info must be a (name, version) pair of non-empty strings, not {value!r}")
+    return value
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"TransportOptions.{attribute.name} must be a positive number of bytes, not {value!r}")
 
 
 @attrs.frozen
@@ -49,12 +72,25 @@ class TransportOptions:
 
     :param graces: stdio reclamation stage lengths (R-KILL-1, R-KILL-2).
     :param stderr_lines: lines of a stdio server's stderr kept in memory.
-    :param http_timeout: seconds for HTTP connect, write and pool waits.
+    :param http_timeout: seconds for HTTP connect, write and pool waits (and
+        for starting a new session when an http server forgot its own).
     :param ping_interval: seconds between liveness pings on http and sse
         connections (a dropped HTTP server sends no EOF); ``None`` disables.
         stdio needs none: a dead process closes its pipes.
     :param ping_timeout: seconds a ping may take before the connection is
         declared lost.
+    :param max_message_bytes: the largest message a server may send: one
+        stdio line, one server-sent event over http or sse (64 MiB by
+        default). Over http and sse a larger answer fails its request with a
+        :class:`~wave_actors.ToolCallError` naming this limit, and the
+        connection goes on; a longer stdio line ends the connection.
+    :param close_timeout: seconds closing an http or sse connection may take,
+        and as many again for ending its server-side session first (the
+        ``DELETE`` of streamable HTTP, R-KILL-8).
+    :param client_info: the ``(name, version)`` servers are told in
+        ``initialize`` (``clientInfo``); ``None``: ``("wave-actors", <its version>)``.
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+    :raises ValueError: ``max_message_bytes`` is not a positive integer.
     """
 
     graces: Graces = Graces()
@@ -62,6 +98,24 @@ class TransportOptions:
     http_timeout: float = 30.0
     ping_interval: float | None = 10.0
     ping_timeout: float = 5.0
+    max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=_positive)
+    close_timeout: float = 3.0
+    client_info: tuple[str, str] | None = attrs.field(default=None, converter=_client_info)
+
+
+def client_implementation(options: TransportOptions) -> tuple[str, str]:
+    """The ``(name, version)`` a connection opened with ``options`` announces."""
+    if options.client_info is not None:
+        return options.client_info
+    return "wave-actors", _package_version()
+
+
+@functools.cache
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("wave-actors")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"  # run from a source tree that was never installed
 
 
 @asynccontextmanager
@@ -103,6 +157,7 @@ async def open_connection(
     install_log_redaction()  # before the SDK's first record (R-CFG-12)
     await _import_sdk(transport)
     from mcp.client.session import ClientSession
+    from mcp_types import Implementation, ToolListChangedNotification
 
     lost_reason: list[str] = []
     connection: Connection | None = None
@@ -116,6 +171,15 @@ async def open_connection(
         else:
             lost_reason.append(reason)
 
+    def on_renewed() -> None:
+        # A new server-side session may list other tools: as if the server said so.
+        if on_notification is not None and not closing:
+            on_notification(ToolListChangedNotification())
+
+    def goodbye_due() -> bool:
+        # A lost connection has no session left to end (R-KILL-8).
+        return not lost_reason and (connection is None or not connection.lost)
+
     async def handle_message(message: mcp_types.ServerNotification | Exception) -> None:
         if isinstance(message, Exception):
             # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
@@ -125,11 +189,20 @@ async def open_connection(
             on_notification(message)
 
     listing = ToolListingCheck(config.name)
+    progress = ProgressRoutes(config.name)
+    name, version = client_implementation(options)
+    client_info = Implementation(name=name, version=version)
     with DialBoundary(config.name) as boundary:
-        async with _open_streams(config, options, on_lost) as (read_stream, write_stream, process):
+        async with _open_streams(config, options, on_lost, on_renewed, goodbye_due) as (
+            read_stream,
+            write_stream,
+            process,
+        ):
             boundary.stderr = process.stderr if process is not None else None
-            read_stream, write_stream = checked_streams(read_stream, write_stream, listing)
-            async with ClientSession(read_stream, write_stream, message_handler=handle_message) as session:
+            read_stream, write_stream = checked_streams(read_stream, write_stream, listing, progress)
+            async with ClientSession(
+                read_stream, write_stream, message_handler=handle_message, client_info=client_info
+            ) as session:
                 try:
                     result = await session.initialize()
                 except Exception as exc:
@@ -148,6 +221,7 @@ async def open_connection(
                     pid=process.pid if process is not None else None,
                     stderr=boundary.stderr,
                     listing=listing,
+                    progress=progress,
                 )
                 boundary.established = True
                 async with trio.open_nursery() as watchers:
@@ -166,7 +240,7 @@ async def open_connection(
 _SDK_MODULES = {
     TransportType.STDIO: ("mcp.client.session", "mcp.shared.message"),
     TransportType.HTTP: ("mcp.client.session", "mcp.client.streamable_http", "httpx2"),
-    TransportType.SSE: ("mcp.client.session", "mcp.client.sse"),
+    TransportType.SSE: ("mcp.client.session", "mcp.shared._httpx_utils", "httpx2"),
 }
 
 
@@ -183,7 +257,11 @@ async def _import_sdk(transport: TransportType) -> None:
 
 @asynccontextmanager
 async def _open_streams(
-    config: ServerConfig, options: TransportOptions, on_lost: Callable[[str], None]
+    config: ServerConfig,
+    options: TransportOptions,
+    on_lost: Callable[[str], None],
+    on_renewed: Callable[[], None],
+    goodbye_due: Callable[[], bool],
 ) -> AsyncGenerator[tuple[Any, Any, StdioProcess | None], None]:
     """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
     if config.transport is TransportType.STDIO:
@@ -191,12 +269,15 @@ async def _open_streams(
         from wave_actors._transport.stdio import open_stdio_transport
 
         async with open_stdio_transport(
-            config, graces=options.graces, on_lost=on_lost, stderr_lines=options.stderr_lines
+            config,
+            graces=options.graces,
+            on_lost=on_lost,
+            stderr_lines=options.stderr_lines,
+            max_line_bytes=options.max_message_bytes,
         ) as (read_stream, write_stream, process):
             yield read_stream, write_stream, process
         return
-    async with open_remote_transport(config, http_timeout=options.http_timeout, on_lost=on_lost) as (
-        read_stream,
-        write_stream,
-    ):
+    async with open_remote_transport(
+        config, options=options, on_lost=on_lost, on_renewed=on_renewed, goodbye_due=goodbye_due
+    ) as (read_stream, write_stream):
         yield read_stream, write_stream, None

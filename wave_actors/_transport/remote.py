@@ -1,24 +1,24 @@
-"""The remote transports, streamable HTTP and SSE: the SDK's clients, made to notice and bounded.
+"""The remote transports, streamable HTTP and SSE: opened, watched and bounded on close.
 
 :func:`~wave_actors._transport.dial.open_connection` uses these for ``http``
-and ``sse`` entries (stdio has its own module, :mod:`.stdio`). The SDK's
-clients are wrapped for three things they do not do by themselves:
+and ``sse`` entries (stdio has its own module, :mod:`.stdio`). The transports
+themselves are in :mod:`.http` (the SDK's streamable HTTP client, kept in a
+live server-side session that is ended on close) and :mod:`.sse` (our own
+client of the HTTP+SSE protocol). This module adds what both need:
 
-- report when the server side ends the stream (:func:`_watch_end`), as a
-  dead stdio process does by closing its pipes;
 - notice a server that vanished without a word (a dropped HTTP server sends
   no EOF): :func:`heartbeat` pings it;
-- bound the goodbye: on exit the SDK sends a DELETE or closes a stream with
-  long timeouts, which to a vanished server would hold the reconnect, or the
-  destroy, for minutes. It gets :data:`_CLOSE_TIMEOUT`.
+- bound the close: ending the session and closing the streams get
+  ``TransportOptions.close_timeout`` each, so a vanished server cannot hold a
+  reconnect, or a destroy, for minutes.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
-from typing import Any, Final
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -26,100 +26,70 @@ from wave_actors._config import ServerConfig, TransportType
 from wave_actors._transport.connection import Connection
 from wave_actors._transport.redaction import redact_text
 
+if TYPE_CHECKING:
+    from wave_actors._transport.dial import TransportOptions
+
 __all__ = ["heartbeat", "open_remote_transport"]
 
 logger = logging.getLogger(__name__)
 
-_CLOSE_TIMEOUT: Final = 3.0
-# Reading a streamed answer may legitimately take long; connect, write and pool waits may not.
-_READ_TIMEOUT: Final = 300.0
-
 
 @asynccontextmanager
 async def open_remote_transport(
-    config: ServerConfig, *, http_timeout: float, on_lost: Callable[[str], None]
+    config: ServerConfig,
+    *,
+    options: TransportOptions,
+    on_lost: Callable[[str], None],
+    on_renewed: Callable[[], None],
+    goodbye_due: Callable[[], bool],
 ) -> AsyncGenerator[tuple[Any, Any], None]:
     """Yield ``(read_stream, write_stream)`` to ``config``'s http or sse server.
 
-    Leaving the block closes the transport within :data:`_CLOSE_TIMEOUT`
-    seconds; an exception from the block is raised again even when the
-    goodbye ran out of time.
+    Leaving the block ends the server-side session (http, unless
+    ``goodbye_due()`` says the connection was lost) and closes the transport,
+    within twice ``options.close_timeout``; an exception from the block is
+    raised again even when the close ran out of time.
 
     :param config: an http or sse entry with a url.
-    :param http_timeout: seconds for HTTP connect, write and pool waits.
-    :param on_lost: called when the server side ends the stream.
+    :param options: the transport settings.
+    :param on_lost: called when the connection is lost by itself.
+    :param on_renewed: called when an http server forgot its session and a new one was started.
+    :param goodbye_due: whether leaving should end the server-side session (R-KILL-8).
     """
     closing = trio.CancelScope()
     body_error: BaseException | None = None
     with closing:
-        async with (
-            _remote_streams(config, http_timeout) as (read_stream, write_stream),
-            _watch_end(read_stream, on_lost) as watched,
-        ):
+        async with _transport(config, options, on_lost, on_renewed, goodbye_due) as streams:
             try:
-                yield watched, write_stream
+                yield streams
             except BaseException as error:
                 body_error = error
                 raise
             finally:
-                closing.deadline = trio.current_time() + _CLOSE_TIMEOUT
+                # The goodbye has its own bound (shielded); then as long again to close the streams.
+                closing.deadline = trio.current_time() + 2 * options.close_timeout
     if closing.cancelled_caught:
-        logger.info("server %r: closing the HTTP transport took over %g s; dropped", config.name, _CLOSE_TIMEOUT)
+        logger.info("server %r: closing the HTTP transport took over %g s; dropped", config.name, options.close_timeout)
         if body_error is not None:
-            raise body_error  # the goodbye's timeout must not swallow why the block ended
+            raise body_error  # the close's timeout must not swallow why the block ended
 
 
-@asynccontextmanager
-async def _remote_streams(config: ServerConfig, http_timeout: float) -> AsyncGenerator[tuple[Any, Any], None]:
-    """The SDK's streamable HTTP or SSE client for ``config``."""
-    assert config.url is not None
-    import httpx2
-
+def _transport(
+    config: ServerConfig,
+    options: TransportOptions,
+    on_lost: Callable[[str], None],
+    on_renewed: Callable[[], None],
+    goodbye_due: Callable[[], bool],
+) -> AbstractAsyncContextManager[tuple[Any, Any]]:
     if config.transport is TransportType.HTTP:
-        from mcp.client.streamable_http import streamable_http_client
+        from wave_actors._transport.http import open_http_transport
 
-        timeout = httpx2.Timeout(http_timeout, read=_READ_TIMEOUT)
-        async with (
-            httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
-            streamable_http_client(config.url, http_client=client) as (read_stream, write_stream),
-        ):
-            yield read_stream, write_stream
-        return
-    from mcp.client.sse import sse_client
+        return open_http_transport(
+            config, options=options, on_lost=on_lost, on_renewed=on_renewed, goodbye_due=goodbye_due
+        )
+    from wave_actors._transport.sse import open_sse_transport
 
-    async with sse_client(config.url, headers=dict(config.headers), timeout=http_timeout) as (
-        read_stream,
-        write_stream,
-    ):
-        yield read_stream, write_stream
-
-
-@asynccontextmanager
-async def _watch_end(read_stream: Any, on_lost: Callable[[str], None]) -> AsyncGenerator[Any, None]:
-    """Relay ``read_stream`` and report when the server side ends it."""
-    import anyio
-
-    relay_send, relay_receive = anyio.create_memory_object_stream[Any](16)
-
-    async def relay() -> None:
-        async with relay_send:
-            try:
-                async for item in read_stream:
-                    try:
-                        await relay_send.send(item)
-                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                        return
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                pass
-            on_lost("the server closed the connection")
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(relay)
-        try:
-            yield relay_receive
-        finally:
-            relay_receive.close()
-            nursery.cancel_scope.cancel()
+    return open_sse_transport(config, options=options, on_lost=on_lost)
 
 
 async def heartbeat(connection: Connection, interval: float, timeout: float) -> None:
