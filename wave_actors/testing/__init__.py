@@ -114,6 +114,7 @@ def fault_server_entry(
     malformed_answer: Iterable[str] = (),
     invalid_schema: Iterable[str] = (),
     deep_schema: int | None = None,
+    progress_tool: bool = False,
     init_delay: float | None = None,
     call_delay: float | None = None,
     crash_after_calls: int | None = None,
@@ -153,6 +154,9 @@ def fault_server_entry(
         ``{"type": "array"}``, which MCP rejects (an input schema describes an object).
     :param deep_schema: add a tool ``deep`` whose ``inputSchema`` nests
         ``properties`` this many levels deep (two JSON levels each).
+    :param progress_tool: add a tool ``progress {steps}`` that sends ``steps``
+        ``notifications/progress`` for the call's ``progressToken`` (none
+        without one), then answers ``"{steps} steps"``.
     :param init_delay: seconds to wait before answering ``initialize``.
     :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
     :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
@@ -211,6 +215,7 @@ def fault_server_entry(
         "grandchild": grandchild,
         "setsid_grandchild": setsid_grandchild,
         "grandchild_inherit_stdio": grandchild_inherit_stdio,
+        "progress_tool": progress_tool,
         "garbage_stdout": garbage_stdout,
         "ignore_eof": not exit_on_eof,
     }

@@ -143,6 +143,11 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         metavar="LEVELS",
         help="add a tool 'deep' whose inputSchema nests LEVELS levels of properties",
     )
+    parser.add_argument(
+        "--progress-tool",
+        action="store_true",
+        help="add a tool 'progress' that sends {steps} notifications/progress (for the call's progressToken), then answers",
+    )
     parser.add_argument("--random-stdout", type=int, default=0, metavar="BYTES", help="random bytes on stdout at start")
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
@@ -216,6 +221,14 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
         tools.append({**_extra_tool(name), "inputSchema": {"type": "array"}})
     if options.deep_schema is not None:
         tools.append({**_extra_tool("deep"), "inputSchema": _deep_schema(options.deep_schema)})
+    if options.progress_tool:
+        tools.append(
+            {
+                "name": "progress",
+                "description": "Send the given number of progress notifications, then answer.",
+                "inputSchema": _object_schema({"steps": {"type": "integer", "minimum": 0}}, ["steps"]),
+            }
+        )
     read_only = set(options.read_only)
     for tool in tools:
         if tool["name"] in read_only:
@@ -474,6 +487,22 @@ class FaultServer:
                     }
                 )
             )
+        if name == "progress":
+            steps = int(arguments.get("steps", 0))
+            meta = _as_object(params.get("_meta") or {})
+            token = meta.get("progressToken") if meta is not None else None
+            for step in range(1, steps + 1):
+                if token is not None:
+                    self.notify(
+                        "notifications/progress",
+                        {
+                            "progressToken": token,
+                            "progress": step,
+                            "total": steps,
+                            "message": f"step {step} of {steps}",
+                        },
+                    )
+            return _text_result(f"{steps} steps")
         if name == "notify_list_changed":
             added = arguments.get("add_tool")
             if isinstance(added, str) and added not in self.tool_names:

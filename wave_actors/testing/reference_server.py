@@ -13,9 +13,19 @@ port is written to ``--port-file`` (atomically: a temporary file, then a
 rename) and logged on stderr. Endpoints: ``/mcp`` (streamable HTTP),
 ``/sse`` (SSE).
 
-Tools: ``echo {text}``, ``add {a, b}``, ``sleep {seconds}``, and ``pid {}``
-(annotated ``readOnlyHint``). The initialize result carries
+Tools: ``echo {text}``, ``add {a, b}``, ``sleep {seconds}``, ``pid {}``
+(annotated ``readOnlyHint``), ``big {size}`` (a text of ``size`` characters),
+``progress {steps}`` (reports ``steps`` progress notifications, then
+answers) and ``client_info {}`` (the ``clientInfo`` name and version the
+client sent in ``initialize``). The initialize result carries
 :data:`INSTRUCTIONS`.
+
+Over streamable HTTP two more paths let a test see the server's side of
+sessions: ``GET /wave-actors/sessions`` answers
+``{"opened": [ids], "ended_by_client": [ids]}`` (sessions an ``initialize``
+opened, and sessions a client ended with ``DELETE``), and
+``POST /wave-actors/forget`` makes the server forget every session it holds,
+as a restarted server would: their ids answer ``404`` from then on.
 
 Use :func:`wave_actors.testing.reference_server_entry` (stdio) or
 :func:`wave_actors.testing.serve_reference_server` (HTTP) rather than
@@ -25,16 +35,18 @@ building the command line by hand.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import socket
 import sys
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import anyio
 import uvicorn
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 
 INSTRUCTIONS: Final = "Reference server for wave-actors tests: echo, add, sleep and pid."
@@ -63,7 +75,74 @@ def build_server() -> MCPServer:
     def pid() -> str:  # pyright: ignore[reportUnusedFunction]
         return str(os.getpid())
 
+    @server.tool(description="Return a text of the given number of characters.")
+    def big(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
+        return ("0123456789" * (size // 10 + 1))[:size]
+
+    @server.tool(description="Report the given number of progress steps, then answer.")
+    async def progress(steps: int, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"{steps} steps"
+
+    @server.tool(description="Return the clientInfo name and version the client sent in initialize.")
+    def client_info(ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        params = ctx.session.client_params
+        if params is None:
+            return "unknown"
+        return f"{params.client_info.name} {params.client_info.version}"
+
     return server
+
+
+class _SessionLog:
+    """An ASGI wrapper around the streamable HTTP app that lets tests see sessions open, end, and be forgotten."""
+
+    def __init__(self, app: Any, server: MCPServer) -> None:
+        self._app = app
+        self._server = server
+        self._opened: list[str] = []
+        self._ended: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/wave-actors/sessions":
+            await _json(send, {"opened": self._opened, "ended_by_client": self._ended})
+            return
+        if path == "/wave-actors/forget" and method == "POST":
+            await _json(send, {"forgotten": await self._forget()})
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        sent_session = headers.get("mcp-session-id")
+
+        async def watch(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                answered = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in message["headers"]}
+                if method == "POST" and sent_session is None and status == 200 and "mcp-session-id" in answered:
+                    self._opened.append(answered["mcp-session-id"])
+                if method == "DELETE" and sent_session is not None and status in (200, 204):
+                    self._ended.append(sent_session)
+            await send(message)
+
+        await self._app(scope, receive, watch)
+
+    async def _forget(self) -> int:
+        manager = self._server.session_manager
+        held = dict(manager._server_instances)  # pyright: ignore[reportPrivateUsage]
+        for session_id, transport in held.items():
+            await manager._discard_session(session_id, transport)  # pyright: ignore[reportPrivateUsage]
+        return len(held)
+
+
+async def _json(send: Any, body: object) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 def _write_port_file(path: Path, port: int) -> None:
@@ -91,7 +170,7 @@ class _ReportingServer(uvicorn.Server):
 
 def serve_http(server: MCPServer, transport: Literal["streamable-http", "sse"], port_file: Path | None) -> None:
     """Serve ``server`` over HTTP on an OS-chosen 127.0.0.1 port until SIGTERM/SIGINT."""
-    app = server.streamable_http_app() if transport == "streamable-http" else server.sse_app()
+    app = _SessionLog(server.streamable_http_app(), server) if transport == "streamable-http" else server.sse_app()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
