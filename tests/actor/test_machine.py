@@ -26,6 +26,7 @@ from wave_actors._actor.machine import (
     GaveUp,
     Lost,
     Message,
+    Reconnect,
     Reload,
     Restarting,
     Retire,
@@ -399,6 +400,68 @@ def test_a_tool_refresh_is_ignored_unless_connected() -> None:
     assert executor.post(ToolsListed(1, ())) is before
 
 
+# Reconnect: tear down and dial again now, a new generation, never a manual disconnect.
+
+
+def test_reconnect_of_a_connected_server_starts_a_new_generation_and_keeps_the_tools_listed() -> None:
+    executor = connected()
+    state = executor.post(Reconnect())
+    assert executor.effects[-1] == StartTransport()  # stops generation 1 and waits for it first
+    assert (state.state, state.live, state.generation, state.tools) == (CONNECTING, 2, 2, LIST)
+    # Whatever the old transport still reports is stale (R-RACE-1): its close never counts as a loss.
+    for event in every_event(1):
+        assert reduce(state, event) == (state, ())
+    assert executor.post(Up(2, (WRITE,), None, 200.0)).tools == (WRITE,)
+    assert executor.state.state is CONNECTED
+
+
+def test_reconnect_is_not_a_manual_disconnect() -> None:
+    # R-DIAL-6 stays untouched: a later loss of the new generation is reconnected as usual (R-RACE-4).
+    executor = connected()
+    state = executor.post(Reconnect(), Up(2, LIST, None, 200.0), Lost(2, "eof"), restarting(2, 0.5))
+    assert not state.manually_disconnected
+    assert (state.state, state.live) == (RECONNECTING, 3)
+
+
+def test_reconnect_lifts_a_manual_disconnect_like_an_explicit_connect() -> None:
+    # R-DIAL-5, R-DIAL-6
+    executor = connected()
+    state = executor.post(Disconnect(), Reconnect())
+    assert executor.effects[-2:] == [StopTransport(), StartTransport()]
+    assert (state.state, state.manually_disconnected) == (CONNECTING, False)
+
+
+def test_reconnect_of_a_never_dialed_or_failed_server_dials_it() -> None:
+    # R-DIAL-5
+    for executor in (dialed(), dialed(LAZY, DialFailed(1, "refused", final=True))):
+        state = executor.post(Reconnect())
+        assert executor.effects[-1] == StartTransport()
+        assert (state.state, state.dialed) == (CONNECTING, True)
+
+
+def test_reconnect_while_reconnecting_dials_afresh() -> None:
+    # R-RACE-6: the restart the supervisor scheduled is stopped; one transport at a time.
+    executor = lost()
+    state = executor.post(Reconnect())
+    assert executor.effects[-1] == StartTransport()
+    assert state.state is CONNECTING and state.live == executor.incarnation
+    for event in every_event(2) + every_event(1):
+        assert reduce(state, event) == (state, ())
+
+
+def test_reconnect_of_a_disabled_or_retired_server_does_nothing() -> None:
+    # R-CFG-6, R-STORE-5
+    for state in (dialed(enabled=False).state, connected().post(Retire())):
+        assert reduce(state, Reconnect()) == (state, ())
+
+
+def test_a_failed_reconnect_is_an_error_with_nothing_listed() -> None:
+    # R-DIAL-4: the first attempt of a dial is final, and no stale tool stays callable-looking.
+    executor = connected()
+    state = executor.post(Reconnect(), DialFailed(2, "connection refused", final=True))
+    assert (state.state, state.error, state.tools, state.live) == (ERROR, "connection refused", (), None)
+
+
 # R-RACE-6: the last command wins.
 
 
@@ -547,6 +610,7 @@ def events(generation: st.SearchStrategy[int]) -> st.SearchStrategy[Message]:
 commands: st.SearchStrategy[Message] = st.one_of(
     st.builds(Connect, st.booleans()),
     st.just(Disconnect()),
+    st.just(Reconnect()),
     st.just(Retire()),
     st.builds(Reload, st.booleans()),
 )
@@ -644,6 +708,19 @@ class ActorModel(RuleBasedStateMachine):
         else:
             assert effects == [StartTransport()]
             assert (after.state, after.live) == (CONNECTING, self.executor.incarnation)
+
+    @rule()
+    def reconnect(self) -> None:
+        before, after, effects = self.post(Reconnect())
+        if before.state is DISABLED or before.retiring:
+            assert after is before and effects == []  # R-CFG-6, R-STORE-5
+            return
+        self.last_command = Reconnect()
+        self.held_down = False
+        # A new transport, whatever the state was (the next incarnation: a restart that never ran
+        # gives its number up to it); never a manual disconnect.
+        assert effects == [StartTransport()]
+        assert (after.state, after.live, after.manually_disconnected) == (CONNECTING, self.executor.incarnation, False)
 
     @rule()
     def disconnect(self) -> None:
@@ -748,7 +825,8 @@ class ActorModel(RuleBasedStateMachine):
     @invariant()
     def the_last_explicit_connect_is_not_undone_by_stale_events(self) -> None:
         # R-RACE-6: after a final explicit connect, only its own generation's events move the state.
-        if isinstance(self.last_command, Connect) and not self.state.retiring and self.state.state is not DISABLED:
+        explicit = isinstance(self.last_command, Connect | Reconnect)
+        if explicit and not self.state.retiring and self.state.state is not DISABLED:
             assert self.state.state is not DISCONNECTED
             assert not self.state.manually_disconnected
 

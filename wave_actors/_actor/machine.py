@@ -12,7 +12,8 @@ incarnations) and tells the reducer with :class:`Started` and
 :class:`Restarting`. ``live`` is the generation whose events count; an event
 tagged with any other generation is dropped (R-RACE-1). A disconnect clears
 ``live`` *before* the transport is stopped, so the close it causes is stale
-and cannot trigger a reconnect (R-RACE-3). A supervisor restart moves
+and cannot trigger a reconnect (R-RACE-3). A reconnect clears it the same
+way before the next generation starts. A supervisor restart moves
 ``live`` to the generation it announces, as it is scheduled.
 
 Besides :func:`reduce`, three predicates say what the executor does between
@@ -45,6 +46,7 @@ __all__ = [
     "GaveUp",
     "Lost",
     "Message",
+    "Reconnect",
     "Reload",
     "Restarting",
     "Retire",
@@ -146,6 +148,16 @@ class Disconnect:
 
 
 @attrs.frozen
+class Reconnect:
+    """Tear the connection down and dial again now, with the current entry: a new generation.
+
+    Not a manual disconnect (nothing is held down, and a manual disconnect is
+    lifted as by an explicit connect); never two transports at once (the old
+    one is stopped and reclaimed before the new one starts, R-RACE-6).
+    """
+
+
+@attrs.frozen
 class Retire:
     """The server left the configuration: stop for good (R-STORE-5)."""
 
@@ -236,7 +248,7 @@ class GaveUp:
     reason: str
 
 
-Command = Connect | Disconnect | Retire | Reload
+Command = Connect | Disconnect | Reconnect | Retire | Reload
 """What the session asks of a server."""
 
 TransportEvent = Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
@@ -391,6 +403,8 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
                 ),
                 (StopTransport(),),
             )
+        case Reconnect():
+            return _reconnect(state)
         case Retire():
             if state.retiring:
                 return state, _NO_EFFECTS
@@ -420,6 +434,19 @@ def _connect(state: ActorState, explicit: bool) -> tuple[ActorState, tuple[Effec
         return state, _NO_EFFECTS
     if state.state in (ServerState.CONNECTED, ServerState.CONNECTING):
         return state, _NO_EFFECTS  # reused, never re-dialed (R-DIAL-3)
+    return (
+        attrs.evolve(
+            state, state=ServerState.CONNECTING, live=None, dialed=True, manually_disconnected=False, error=None
+        ),
+        (StartTransport(),),
+    )
+
+
+def _reconnect(state: ActorState) -> tuple[ActorState, tuple[Effect, ...]]:
+    if state.state is ServerState.DISABLED or state.retiring:
+        return state, _NO_EFFECTS
+    # The live generation is cleared first, so whatever the old transport still
+    # reports is stale (R-RACE-1); its tools stay listed until the new one is up.
     return (
         attrs.evolve(
             state, state=ServerState.CONNECTING, live=None, dialed=True, manually_disconnected=False, error=None
@@ -487,7 +514,8 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
                 return state
             return attrs.evolve(state, tools=tools, warnings=warnings)
         case DialFailed(reason=reason, final=True):
-            return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason)
+            # A failed reconnect leaves nothing live to list (a first dial had nothing listed anyway).
+            return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason, tools=(), warnings=())
         case DialFailed(reason=reason):
             return attrs.evolve(state, state=ServerState.RECONNECTING, error=reason)
         case Lost(reason=reason):
