@@ -37,6 +37,7 @@ from wave_actors._actor.machine import (
     Effect,
     GaveUp,
     Message,
+    Reconnect,
     Reload,
     Restarting,
     Retire,
@@ -44,6 +45,7 @@ from wave_actors._actor.machine import (
     StartRefused,
     StartTransport,
     StopTransport,
+    ToolsListed,
     TransportEvent,
     Up,
     describe_transition,
@@ -53,12 +55,13 @@ from wave_actors._actor.machine import (
     reduce,
     settled,
 )
-from wave_actors._actor.transport_task import run_transport
+from wave_actors._actor.transport_task import list_server_tools, run_transport
 from wave_actors._config import ServerConfig, TransportType
-from wave_actors._errors import ServerUnavailable
+from wave_actors._errors import ServerUnavailable, ToolTimeout
 from wave_actors._options import SessionOptions
 from wave_actors._status import ServerState
 from wave_actors._transport import Connection
+from wave_actors._transport.progress import ProgressCallback
 
 if TYPE_CHECKING:
     import mcp_types
@@ -155,6 +158,33 @@ class ServerActor:
     async def disconnect(self) -> None:
         """Stop the transport, wait for its reclamation, and stay down (R-DIAL-6)."""
         await self._command(Disconnect())
+
+    async def reconnect(self) -> None:
+        """Stop the transport, wait for its reclamation, dial a new generation now, and wait until it settles."""
+        await self._command(Reconnect())
+
+    async def refresh_tools(self) -> None:
+        """List the tools again on the live connection, in the caller's task, and wait until the list is shown.
+
+        The listing runs beside the mailbox (a slow server never holds a
+        disconnect up) and reaches the state machine as the live generation's
+        :class:`~wave_actors._actor.machine.ToolsListed`: if the connection
+        changed meanwhile, the stale list is dropped (R-RACE-1).
+
+        :raises ServerUnavailable: not connected, or lost meanwhile.
+        :raises ToolTimeout: no complete listing within the dial timeout.
+        :raises ToolCallError: the listing was malformed.
+        """
+        state = self._state
+        connection = self._live_connection()
+        if connection is None or state.live is None:
+            raise ServerUnavailable(self._unavailable_reason(state))
+        timeout = self._options.dial_timeout
+        with trio.move_on_after(timeout):
+            tools, warnings = await list_server_tools(connection)
+            await self._command(ToolsListed(state.live, tools, warnings))
+            return
+        raise ToolTimeout(f"server {self.name!r}: tools/list took over {timeout:g} s (the dial timeout)")
 
     async def retire(self) -> None:
         """Let accepted calls finish, then stop for good (R-STORE-5)."""
@@ -372,9 +402,12 @@ class ServerActor:
             return None
         return connection[1]
 
-    async def call_tool(self, tool: str, arguments: Mapping[str, Any] | None) -> mcp_types.CallToolResult:
+    async def call_tool(
+        self, tool: str, arguments: Mapping[str, Any] | None, *, on_progress: ProgressCallback | None = None
+    ) -> mcp_types.CallToolResult:
         """Call ``tool`` on the live connection, concurrently with everything else (R-TOOL-4, R-TOOL-5).
 
+        :param on_progress: receives this call's progress notifications (R-TOOL-10).
         :raises ServerUnavailable: not connected, reconnecting, retired, or lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``.
         """
@@ -384,7 +417,8 @@ class ServerActor:
             raise ServerUnavailable(self._unavailable_reason(state))
         self._calls_in_flight += 1
         try:
-            return await connection.call_tool(tool, arguments, timeout=self._config.tool_timeout_ms / 1000)
+            timeout = self._config.tool_timeout_ms / 1000
+            return await connection.call_tool(tool, arguments, timeout=timeout, on_progress=on_progress)
         finally:
             self._calls_in_flight -= 1
             if self._calls_in_flight == 0 and self._drained is not None:
@@ -407,4 +441,4 @@ class ServerActor:
             case ServerState.DISCONNECTED if state.manually_disconnected:
                 return f"server {name!r} was disconnected; connect it explicitly to use it"
             case _:
-                return f"server {name!r} is not connected"
+                return f"server {name!r} is not connected; prepare_turn() or connect() dials it"
