@@ -67,6 +67,7 @@ from wave_actors._tools import (
     search_tools,
 )
 from wave_actors._transport.arguments import tool_call_arguments
+from wave_actors._transport.progress import ProgressCallback
 
 if TYPE_CHECKING:
     import mcp_types
@@ -102,6 +103,9 @@ class Session(metaclass=NoPublicConstructor):
         self._lifecycle = lifecycle
         lifecycle.on_close(self._on_close)
         self._actors: dict[str, ServerActor] = {}
+        # Every tool name a snapshot ever showed: a call by a known name whose server is down is
+        # ServerUnavailable, not UnknownTool (names are a pure function of the pair, R-TOOL-1).
+        self._known_tools: dict[str, tuple[str, str]] = {}
         self._diagnostics: tuple[Diagnostic, ...] = ()
         self._version = AsyncValue(next(versions))
         self._snapshot: SessionSnapshot | None = None
@@ -179,6 +183,9 @@ class Session(metaclass=NoPublicConstructor):
             snapshot = self._snapshot = build_snapshot(
                 self._version.value, servers, closed=self.closed, cache=self._tool_cache.cache
             )
+            for status in snapshot.servers:
+                for tool in status.tools:
+                    self._known_tools[tool.name] = (tool.server, tool.tool)
         return snapshot
 
     def servers(self) -> list[ServerStatus]:
@@ -303,6 +310,46 @@ class Session(metaclass=NoPublicConstructor):
             raise ServerUnavailable(f"server {name!r} did not stay connected: {why}")
         return status
 
+    async def reconnect(self, name: str) -> ServerStatus:
+        """Tear ``name``'s connection down and dial it again now, with its current entry, and wait for the outcome.
+
+        The new connection is a new generation: the old one is closed and its
+        processes reclaimed before the new dial starts, so there are never two
+        (R-RACE-1, R-RACE-6), and its close is never taken for a loss. It is
+        not a manual disconnect: afterwards the server is reconnected after a
+        loss as usual, and a manual disconnect it was under is lifted, as by
+        :meth:`connect`. While it dials, the last tool list stays listed and
+        calls fail fast with :class:`ServerUnavailable`; the new connection's
+        listing replaces it.
+
+        :raises UnknownServer: no such server.
+        :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
+        :raises DialError: the new dial failed; the server is left in ``error``.
+        """
+        actor = self._actor(name)
+        if not actor.config.enabled:
+            raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
+        await actor.reconnect()
+        status = self.server(name)
+        if status.state is ServerState.ERROR:
+            raise DialError(status.error or f"server {name!r}: reconnect failed")
+        return status
+
+    async def refresh_tools(self, name: str) -> ServerStatus:
+        """Ask ``name``'s live connection for its tools again, and return its status once the new list shows.
+
+        Only the listing: the connection, its generation and its calls are
+        untouched, as when the server sends ``notifications/tools/list_changed``
+        (R-RACE-7). The new list is written to the tool snapshot cache (R-CACHE-1).
+
+        :raises UnknownServer: no such server.
+        :raises ServerUnavailable: it is not connected.
+        :raises ToolTimeout: no complete listing within the dial timeout.
+        :raises ToolCallError: the server's listing was malformed.
+        """
+        await self._actor(name).refresh_tools()
+        return self.server(name)
+
     async def disconnect(self, name: str) -> ServerStatus:
         """Close ``name``'s connection, reclaim its processes, and keep it down (R-DIAL-6, R-DIAL-8).
 
@@ -397,7 +444,9 @@ class Session(metaclass=NoPublicConstructor):
             raise UnknownTool(f"no tool {name!r} in session {self.id}; {unknown_tool_hint(snapshot, name)}") from None
         return tool.server, tool.tool
 
-    async def _call_gateway(self, name: str, arguments: object) -> mcp_types.CallToolResult:
+    async def _call_gateway(
+        self, name: str, arguments: object, on_progress: ProgressCallback | None
+    ) -> mcp_types.CallToolResult:
         """``mcp_call`` / ``mcp_describe`` (R-WS-4): mistakes are results; a resolved call goes through :meth:`call_tool`."""
         request = parse_request(name, arguments)
         if isinstance(request, str):
@@ -413,12 +462,18 @@ class Session(metaclass=NoPublicConstructor):
         try:
             # By its model-visible name, through the one call path: the same deadline,
             # no-replay and error rules as a direct call (R-TOOL-4..6).
-            return await self.call_tool(tool.name, request.arguments)
+            return await self.call_tool(tool.name, request.arguments, on_progress=on_progress)
         except TypeError as error:
             why = str(error).removesuffix("; nothing was sent")
             return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {why}. Nothing was sent.")
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        on_progress: Callable[[float, float | None, str | None], None] | None = None,
+    ) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
 
         ``mcp_call`` and ``mcp_describe`` take ``{server, tool[, arguments]}``:
@@ -433,8 +488,18 @@ class Session(metaclass=NoPublicConstructor):
 
         :param name: the model-visible name, e.g. ``mcp__echo__say``.
         :param arguments: the tool's arguments (a JSON object).
-        :raises UnknownTool: no such tool.
-        :raises ServerUnavailable: the server is not connected, reconnecting, or was lost mid-call.
+        :param on_progress: ``on_progress(progress, total, message)`` is called,
+            synchronously and in the server's order, for each
+            ``notifications/progress`` of this call and of no other (R-TOOL-10);
+            ``total`` and ``message`` are ``None`` when the server sent none. It
+            must not block; to hand updates to another task, pass a memory
+            channel's ``send_nowait``. Without it no progress token is sent.
+            Progress never extends the call's deadline (R-TOOL-4). A callback
+            that raises is logged and the call goes on.
+        :raises UnknownTool: no tool of that name was ever listed in this session.
+        :raises ServerUnavailable: the tool is known but its server is not
+            connected (disconnected, reconnecting, in error, not yet dialed),
+            or the connection was lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises ToolCallError: the server refused the request, or its answer was malformed.
         :raises TypeError: ``name`` is not a string, or ``arguments`` is not a
@@ -442,13 +507,34 @@ class Session(metaclass=NoPublicConstructor):
             a non-string key, NaN, a circular or too deep nesting); nothing was
             sent and the connection is untouched (R-TOOL-9).
         """
+        if on_progress is not None and not callable(on_progress):
+            raise TypeError(f"on_progress must be a callable, not {type(on_progress).__name__}")
         if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
-            return await self._call_gateway(name, arguments)
+            return await self._call_gateway(name, arguments, on_progress)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
         plain = tool_call_arguments(name, arguments)  # in the caller's task, before anything is queued (R-TOOL-9)
-        server, tool = self.resolve_tool(name)
-        return await self._actor(server).call_tool(tool, plain)
+        server, tool = self._resolve_call(name)
+        return await self._actor(server).call_tool(tool, plain, on_progress=on_progress)
+
+    def _resolve_call(self, name: str) -> tuple[str, str]:
+        """The ``(server, raw tool)`` a call goes to: a listed tool, else one this session listed before.
+
+        A tool the session knew whose server is down goes to its actor, which
+        says why it is unavailable; a name never listed is :class:`UnknownTool`.
+        """
+        snapshot = self.snapshot()
+        try:
+            tool = snapshot.tool(name)
+        except KeyError:
+            known = self._known_tools.get(name)
+            if known is not None and known[0] in self._actors:
+                return known
+            hint = unknown_tool_hint(snapshot, name)
+            if known is not None:
+                hint = f"its server {known[0]!r} was removed from the configuration"
+            raise UnknownTool(f"no tool {name!r} in session {self.id}; {hint}") from None
+        return tool.server, tool.tool
 
     # Reconfiguration and closing.
 
@@ -552,6 +638,7 @@ async def open_session(
     plugins: Iterable[tuple[str, ServerEntries]] = (),
     trust: TrustMode = "all",
     options: SessionOptions = SessionOptions(),
+    client_info: tuple[str, str] | None = None,
 ) -> AsyncGenerator[Session, None]:
     """A session owned by the caller's task, for hosts with a single session.
 
@@ -564,9 +651,19 @@ async def open_session(
     :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
     :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
     :param options: dial, reconnect and reclamation settings.
+    :param client_info: the ``(name, version)`` servers are told in
+        ``initialize``; default ``("wave-actors", <its version>)``, or
+        ``options.transport.client_info`` when set.
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
     """
     parameters = session_parameters(
-        workdir=workdir, home=home, mcp_servers=mcp_servers, plugins=plugins, trust=trust, options=options
+        workdir=workdir,
+        home=home,
+        mcp_servers=mcp_servers,
+        plugins=plugins,
+        trust=trust,
+        options=options,
+        client_info=client_info,
     )
     async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):
         yield session
