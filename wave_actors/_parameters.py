@@ -82,8 +82,16 @@ def session_parameters(
     trust: TrustMode,
     options: SessionOptions,
     session_id: str | None = None,
+    client_info: tuple[str, str] | None = None,
 ) -> SessionParameters:
-    """The parameters of a new session, from the arguments of ``create_session`` / ``open_session``."""
+    """The parameters of a new session, from the arguments of ``create_session`` / ``open_session``.
+
+    :param client_info: the ``(name, version)`` the session's servers are told,
+        unless ``options`` name their own (``options.transport.client_info``).
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+    """
+    if client_info is not None and options.transport.client_info is None:
+        options = attrs.evolve(options, transport=attrs.evolve(options.transport, client_info=client_info))
     return SessionParameters(
         session_id=session_id or uuid.uuid4().hex[:12],
         workdir=Path(workdir),
