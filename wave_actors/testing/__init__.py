@@ -115,6 +115,7 @@ def fault_server_entry(
     invalid_schema: Iterable[str] = (),
     deep_schema: int | None = None,
     progress_tool: bool = False,
+    silent_list_changes: bool = False,
     init_delay: float | None = None,
     call_delay: float | None = None,
     crash_after_calls: int | None = None,
@@ -157,6 +158,9 @@ def fault_server_entry(
     :param progress_tool: add a tool ``progress {steps}`` that sends ``steps``
         ``notifications/progress`` for the call's ``progressToken`` (none
         without one), then answers ``"{steps} steps"``.
+    :param silent_list_changes: ``notify_list_changed`` adds its tool but
+        sends no ``notifications/tools/list_changed`` (a server that changes
+        its tools without a word, for ``refresh_tools``).
     :param init_delay: seconds to wait before answering ``initialize``.
     :param call_delay: seconds every ``tools/call`` waits before running (cancellable).
     :param crash_after_calls: exit with :data:`CRASH_AFTER_CALLS_EXIT_CODE` on
@@ -216,6 +220,7 @@ def fault_server_entry(
         "setsid_grandchild": setsid_grandchild,
         "grandchild_inherit_stdio": grandchild_inherit_stdio,
         "progress_tool": progress_tool,
+        "silent_list_changes": silent_list_changes,
         "garbage_stdout": garbage_stdout,
         "ignore_eof": not exit_on_eof,
     }

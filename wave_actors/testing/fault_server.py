@@ -148,6 +148,11 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="add a tool 'progress' that sends {steps} notifications/progress (for the call's progressToken), then answers",
     )
+    parser.add_argument(
+        "--silent-list-changes",
+        action="store_true",
+        help="notify_list_changed adds its tool but sends no notifications/tools/list_changed",
+    )
     parser.add_argument("--random-stdout", type=int, default=0, metavar="BYTES", help="random bytes on stdout at start")
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
@@ -509,6 +514,8 @@ class FaultServer:
                 # Replace, never mutate: a concurrent tools/list may be serializing the old list.
                 self.tools = [*self.tools, _extra_tool(added)]
                 self.tool_names = self.tool_names | {added}
+            if self.options.silent_list_changes:
+                return _text_result("changed the tool list without a word")
             self.notify("notifications/tools/list_changed")
             return _text_result("sent notifications/tools/list_changed")
         return _text_result(f"{name}: {arguments.get('text', '')}")
