@@ -244,14 +244,16 @@ class _HttpSession:
         error = message.error
         if refused is not None and refused.status == 404 and refused.session_id is not None:
             request = self._sent.get(request_id)
-            if request is not None and not replayed:
-                refusal = self._forgotten(request_id, "its session was forgotten and a new one could not be started")
-                self._jobs_send.send_nowait(_Replay(refused.session_id, request_id, request, refusal))
-                return None
-            self._sent.pop(request_id, None)
-            why = "the server forgot its session again, right after it was renewed"
-            self._on_lost(f"{why} (HTTP 404)")
-            return self._forgotten(request_id, why)
+            if replayed:
+                self._sent.pop(request_id, None)
+                why = "the server forgot its session again, right after it was renewed"
+                self._on_lost(f"{why} (HTTP 404)")
+                return self._forgotten(request_id, why)
+            if request is None:
+                return item  # its caller gave up: nobody waits for it, and it is never sent again
+            refusal = self._forgotten(request_id, "its session was forgotten and a new one could not be started")
+            self._jobs_send.send_nowait(_Replay(refused.session_id, request_id, request, refusal))
+            return None
         self._sent.pop(request_id, None)
         if refused is not None:
             said = None if error.message in _SDK_STAND_INS or error.message == refused.phrase else error.message
