@@ -407,8 +407,13 @@ def run_everything(tools: Toolchain, transport: str, logs: Path) -> Row:
             opened, ended = wait_sessions_ended(server_log, opened_line, ended_line, timeout=2.0)
     seconds = time.monotonic() - started
     sessions = f"server sessions: {opened} opened, {ended} ended by the client"
-    if transport == "http" and ended < opened:
+    # Every session the client opened must be ended by it on close (R-KILL-8): over streamable
+    # HTTP with a DELETE (the specification says the client SHOULD), over SSE by closing its stream.
+    unended = ended < opened
+    if unended and transport == "http":
         sessions += " (no DELETE on close; the specification says the client SHOULD send one)"
+    if code == 0 and unended:
+        return Row(name, "", "FAIL", f"connect, tools/list, echo, close; {sessions}", seconds)
     if code == 0:
         return Row(name, "", "pass", f"connect, tools/list, echo, close; {sessions}", seconds)
     if code is None:
