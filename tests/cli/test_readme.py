@@ -62,7 +62,8 @@ def test_readme_example_runs(tmp_path: Path) -> None:
         assert f"{session}: hello from {session}" in lines
         assert f"{session}: back again" in lines
         assert f"{session}: transcript saved" in lines
-        assert any(line.startswith(f"{session}: UnknownTool:") and "disconnected" in line for line in lines)
+        # A tool the session listed whose server was disconnected is unavailable, not unknown (R-TOOL-6).
+        assert any(line.startswith(f"{session}: ServerUnavailable:") and "disconnected" in line for line in lines)
         assert any(line.startswith(f"{session} v") and "echo=connected" in line for line in lines)
     assert "single: one session" in lines
     assert completed.stderr == ""
