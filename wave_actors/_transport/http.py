@@ -155,6 +155,7 @@ class _HttpSession:
         """The protocol version the requests announce, for the goodbye."""
         self.renewals = 0
         """How many times the session was renewed."""
+        self._ending = False  # the goodbye is under way: a 404 now is the session we ended
         self._initialize: SessionMessage | None = None
         self._sent: dict[RequestId, SessionMessage] = {}  # requests in flight
         self._refused: dict[RequestId, _Refused] = {}
@@ -194,7 +195,7 @@ class _HttpSession:
             return
         if request.method == "POST" and (request_id := _request_id(request)) is not None:
             self._remember(self._refused, request_id, _Refused(status, response.reason_phrase, sent_session))
-        if status == 404 and sent_session is not None and sent_session == self.session_id:
+        if status == 404 and sent_session is not None and sent_session == self.session_id and not self._ending:
             self._jobs_send.send_nowait(sent_session)  # renew it, once, before anything else is sent
 
     @staticmethod
@@ -362,6 +363,7 @@ class _HttpSession:
 
     async def end(self, client: httpx2.AsyncClient, timeout: float) -> None:
         """Send the ``DELETE`` that ends the current session, bounded by ``timeout`` and shielded (R-KILL-8)."""
+        self._ending = True
         session_id = self.session_id
         url = self._config.url
         if session_id is None or url is None:
