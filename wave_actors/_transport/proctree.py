@@ -14,6 +14,10 @@ three independent marks, any one of which suffices:
   :data:`FAMILY_VARIABLE` tag: a ``setsid`` or double-forked grandchild
   escapes the first two but still inherits the environment.
 
+In subreaper mode (``Host.open(subreaper=True)``, R-KILL-6) orphaned members
+are re-parented to the host itself; they are found the same way, and once
+killed their exit status is collected here, so they do not linger as zombies.
+
 Then the stages run: stdin EOF and a grace for the server to exit by itself,
 SIGTERM to every member still alive and a grace, SIGKILL. All of it runs in a
 shielded cancel scope with an overall bound, so a cancelled caller can neither
@@ -178,6 +182,24 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+def _reap_adopted(members: Iterable[psutil.Process], root: int) -> None:
+    """Collect the exit status of members that died as our children (a subreaper host adopts orphans, R-KILL-6).
+
+    Only a zombie whose parent is this process qualifies, and psutil checks
+    the creation time, so a pid reused by a child of the host's own is never
+    collected here; the root is trio's to wait for.
+    """
+    me = os.getpid()
+    for member in members:
+        if member.pid == root:
+            continue
+        try:
+            if member.is_running() and member.status() == psutil.STATUS_ZOMBIE and member.ppid() == me:
+                os.waitpid(member.pid, os.WNOHANG)
+        except (psutil.Error, ChildProcessError):
+            continue
+
+
 def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
     for process in processes:
         try:
@@ -248,6 +270,7 @@ async def reclaim(
             if leftovers:
                 _signal_all(leftovers, signal.SIGKILL)
                 leftovers = await _wait_gone(leftovers, graces.kill, reap)
+            _reap_adopted(known.values(), process.pid)
     if leftovers:
         logger.warning("pids %s survived SIGKILL; abandoning them", [member.pid for member in leftovers])
     return [member.pid for member in leftovers]

@@ -10,13 +10,18 @@ object instead of a bounded log. Here the family is tagged at spawn
 
 Protocol on stdout, one JSON-RPC message per line; logs on stderr, never parsed
 (R-CFG-9). The only caller is :func:`~wave_actors._transport.dial.open_connection`.
+
+If the host itself dies, two more defences hold (R-KILL-7): the server is
+forked with a parent-death signal (:mod:`wave_actors._watchdog.parent_death`
+says why that needs a thread of its own under trio), and the family is
+registered, from before the spawn until after its reclamation, with the
+process's family registry, which tells the host's watchdog.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final
@@ -31,6 +36,8 @@ from wave_actors._transport.answers import malformed_answer, unsendable_request
 from wave_actors._transport.noise import NoiseLog
 from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag, reclaim
 from wave_actors._transport.stderr import StderrLog
+from wave_actors._watchdog.families import registry as families
+from wave_actors._watchdog.parent_death import open_server_process
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -110,18 +117,18 @@ async def open_stdio_transport(
     argv = [config.command, *config.args]
     tag = family_tag()
     env = {**os.environ, **config.env, FAMILY_VARIABLE: tag}
+    # Registered before it exists: a host killed during the spawn still leaves a
+    # family its watchdog knows by tag (R-KILL-7).
+    families.begin(tag, graces)
     try:
-        process = await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=config.cwd,
-            start_new_session=True,
-        )
+        process = await open_server_process(argv, env=env, cwd=config.cwd)
     except OSError as exc:
+        families.end(tag)
         raise DialError(f"server {config.name!r}: cannot start {config.command!r}: {exc.strerror or exc}") from exc
+    except BaseException:
+        families.end(tag)
+        raise
+    families.started(tag, process.pid)
     # From here on every path must reach the reclaim in the ``finally`` below.
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stdin, stdout, stderr_pipe = process.stdin, process.stdout, process.stderr
@@ -256,10 +263,13 @@ async def open_stdio_transport(
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
-            # Reached without the nursery only if it failed to open; reclaim is idempotent.
-            if process.poll() is None:
-                await reclaim(process, tag=tag, graces=graces, close_stdin=None)
-            for resource in (stdin, stdout, stderr_pipe):
-                await resource.aclose()
-            write_send.close()
-            read_send.close()
+            try:
+                # Reached without the nursery only if it failed to open; reclaim is idempotent.
+                if process.poll() is None:
+                    await reclaim(process, tag=tag, graces=graces, close_stdin=None)
+                for resource in (stdin, stdout, stderr_pipe):
+                    await resource.aclose()
+                write_send.close()
+                read_send.close()
+            finally:
+                families.end(tag)

@@ -1,0 +1,228 @@
+"""The host's side of the watchdog: start it, tell it every family, notice its death, replace it (R-KILL-7).
+
+A :class:`Watchdog` keeps one watchdog process (:mod:`.program`) alive for
+as long as its host runs. Each watchdog gets a fresh Unix socket pair: the
+host keeps one end, the watchdog reads the other as its stdin. The host's
+end is a :class:`~wave_actors._watchdog.families.Listener` of the process's
+family registry, attached *before* the watchdog is spawned, so the snapshot
+of live families and every later change wait in the socket's buffer
+whatever the watchdog's start-up time.
+
+Writes never block the host: the socket is non-blocking, and a watchdog that
+stops reading (stopped, stuck) until its buffer fills is useless as a guard,
+so it is killed and replaced. Its death shows as end of file on the host's
+end; the keeper then starts another at once (with a backoff only if they keep
+dying young), which receives the snapshot of what is alive now. Between a
+death and the replacement's first read, the families are unguarded for a few
+milliseconds; the servers' parent-death signal still covers that moment.
+
+Closing (:meth:`Watchdog.close`) says ``release`` and waits for the watchdog
+to exit: a host that closes normally leaves no watchdog behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from wave_actors._transport.proctree import FAMILY_VARIABLE
+from wave_actors._watchdog.families import FamilyRegistry
+from wave_actors._watchdog.linux import read_stat, reap_if_adopted
+
+__all__ = ["PROGRAM", "Watchdog"]
+
+logger = logging.getLogger(__name__)
+
+PROGRAM: Final = Path(__file__).with_name("program.py")
+"""The watchdog program, run by path with ``python -I -S``."""
+
+_CLOSE_LIMIT: Final = 5.0
+_GONE_LIMIT: Final = 2.0
+_POLL: Final = 0.005
+_STABLE: Final = 5.0
+_FIRST_DELAY: Final = 0.1
+_MAX_DELAY: Final = 5.0
+
+
+class _Connection:
+    """One watchdog: the host's end of its socket and what it said about itself."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pid: int | None = None
+        self.start: int | None = None
+
+    def send(self, data: bytes) -> None:
+        """Hand ``data`` to the watchdog without ever blocking (a registry listener)."""
+        try:
+            if self.sock.send(data, socket.MSG_NOSIGNAL) == len(data):
+                return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # it is dead: the keeper sees end of file and replaces it
+        # Its buffer is full: it does not read (stopped, stuck), so it guards nothing.
+        logger.warning("the watchdog (pid %s) stopped reading; replacing it", self.pid)
+        self.kill()
+
+    def kill(self) -> None:
+        if self.pid is None:
+            return
+        stat = read_stat(self.pid)
+        if stat is not None and stat.start == self.start and not stat.zombie:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+class Watchdog:
+    """Keeps one watchdog process running for a host, replaced whenever it dies.
+
+    :param registry: the families to tell it about.
+    """
+
+    def __init__(self, registry: FamilyRegistry) -> None:
+        self._registry = registry
+        self._connection: _Connection | None = None
+        self._replacements = 0
+        self._closing = False
+        self._done = trio.Event()
+
+    @property
+    def pid(self) -> int | None:
+        """The running watchdog's pid (``None`` while one starts or is being replaced)."""
+        return self._connection.pid if self._connection is not None else None
+
+    @property
+    def replacements(self) -> int:
+        """How many watchdogs died and were replaced."""
+        return self._replacements
+
+    async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run watchdogs one after the other until :meth:`close`; started once the first is forked (or failed)."""
+        delay = _FIRST_DELAY
+        try:
+            while not self._closing:
+                began = trio.current_time()
+                try:
+                    connection = await self._spawn()
+                except OSError as error:
+                    task_status.started()
+                    task_status = trio.TASK_STATUS_IGNORED
+                    logger.warning("cannot start the watchdog (%s); retrying in %.1f s", error, delay)
+                else:
+                    task_status.started()
+                    task_status = trio.TASK_STATUS_IGNORED
+                    await self._watch(connection)
+                    if self._closing:
+                        return
+                    self._replacements += 1
+                    logger.warning("the watchdog (pid %s) is gone; starting another", connection.pid)
+                    if trio.current_time() - began >= _STABLE:
+                        delay = _FIRST_DELAY
+                        continue  # one that served a while is replaced at once
+                await trio.sleep(delay)  # they die young: do not spin
+                delay = min(delay * 2, _MAX_DELAY)
+        finally:
+            self._done.set()
+
+    async def close(self) -> None:
+        """Release the watchdog (it exits without touching anything) and wait until it is gone.
+
+        Call it once every family has been reclaimed. Shielded and bounded by the caller.
+        """
+        self._closing = True
+        connection = self._connection
+        if connection is not None:
+            connection.send(b"release\n")
+        with trio.move_on_after(_CLOSE_LIMIT):
+            await self._done.wait()
+        if not self._done.is_set() and connection is not None:
+            logger.warning("the watchdog (pid %s) did not exit when released; killing it", connection.pid)
+            connection.kill()
+
+    async def _spawn(self) -> _Connection:
+        host_end, watchdog_end = socket.socketpair()
+        host_end.setblocking(False)
+        connection = _Connection(host_end)
+        self._registry.attach(connection)  # before the spawn: nothing registered meanwhile is missed
+        try:
+            with watchdog_end:
+                process = await trio.lowlevel.open_process(
+                    [
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        str(PROGRAM),
+                        "--host",
+                        str(os.getpid()),
+                        "--variable",
+                        FAMILY_VARIABLE,
+                    ],
+                    stdin=watchdog_end.fileno(),
+                    stdout=subprocess.DEVNULL,
+                    start_new_session=True,  # no terminal's Ctrl-C or hangup, no killpg of ours, reaches it
+                )
+        except BaseException:
+            self._registry.detach(connection)
+            host_end.close()
+            raise
+        self._connection = connection
+        # It exits once it has forked the watchdog proper (a few milliseconds): collected
+        # here, so the host's tree holds no watchdog process once the host is open.
+        with trio.CancelScope(shield=True), trio.move_on_after(_GONE_LIMIT):
+            await process.wait()
+        if process.returncode != 0:
+            logger.warning("the watchdog did not start (exit status %s)", process.returncode)
+        return connection
+
+    async def _watch(self, connection: _Connection) -> None:
+        """Until the watchdog is gone: read its pid, wait for end of file."""
+        try:
+            pending = b""
+            while True:
+                await trio.lowlevel.wait_readable(connection.sock)
+                try:
+                    data = connection.sock.recv(4096)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    words = line.split()
+                    if len(words) == 3 and words[0] == b"ready":
+                        connection.pid, connection.start = int(words[1]), int(words[2])
+        finally:
+            self._registry.detach(connection)
+            if self._connection is connection:
+                self._connection = None
+            with trio.CancelScope(shield=True):
+                await self._wait_gone(connection)
+            connection.sock.close()
+
+    async def _wait_gone(self, connection: _Connection) -> None:
+        """Until the watchdog's process has exited; collected here if it was re-parented to us (a subreaper)."""
+        if connection.pid is None:
+            return
+        with trio.move_on_after(_GONE_LIMIT):
+            while True:
+                stat = read_stat(connection.pid)
+                if stat is None or stat.start != connection.start:
+                    return
+                if stat.zombie:
+                    reap_if_adopted(connection.pid, connection.start)
+                    return
+                await trio.sleep(_POLL)

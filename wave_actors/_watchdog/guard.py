@@ -1,0 +1,105 @@
+"""What a host opens to guard its server families against its own death, and what it reports (R-KILL-6, R-KILL-7).
+
+:func:`open_orphan_guard` is entered by :meth:`wave_actors.Host.open` around
+the host's own nursery, so it opens before the first session and closes
+after the last one has been destroyed: by then every family has been
+reclaimed and the watchdog is released, never left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Final
+
+import attrs
+import trio
+
+from wave_actors._watchdog.client import Watchdog
+from wave_actors._watchdog.families import registry
+from wave_actors._watchdog.linux import LINUX
+from wave_actors._watchdog.parent_death import parent_death_signal_available
+from wave_actors._watchdog.subreaper import keep_reaping
+
+__all__ = ["OrphanGuard", "OrphanProtection", "open_orphan_guard"]
+
+logger = logging.getLogger(__name__)
+
+_CLOSE_LIMIT: Final = 10.0
+
+
+@attrs.frozen
+class OrphanProtection:
+    """What keeps a host's server families from outliving the host process (R-KILL-6, R-KILL-7).
+
+    Closing the host always reclaims every family; these cover a host that
+    dies without closing (SIGKILL, a crash, the OOM killer). All are Linux
+    only: elsewhere every field is off.
+
+    :param watchdog: the host keeps a watchdog process, which reclaims every
+        family within 2 s of the host's death.
+    :param watchdog_pid: the running watchdog's pid; ``None`` while it starts,
+        while a dead one is being replaced, or without a watchdog.
+    :param watchdog_replacements: how many watchdogs died (were killed) while
+        the host ran and were replaced.
+    :param subreaper: the host is a child subreaper: orphaned members of its
+        families are re-parented to it, and it collects their exit status.
+    :param parent_death_signal: servers are started with a parent-death
+        signal (SIGTERM when the host dies).
+    """
+
+    watchdog: bool
+    watchdog_pid: int | None
+    watchdog_replacements: int
+    subreaper: bool
+    parent_death_signal: bool
+
+
+class OrphanGuard:
+    """The running defences of one host."""
+
+    def __init__(self, watchdog: Watchdog | None, subreaper: bool) -> None:
+        self._watchdog = watchdog
+        self._subreaper = subreaper
+
+    def protection(self) -> OrphanProtection:
+        """What is active now."""
+        watchdog = self._watchdog
+        return OrphanProtection(
+            watchdog=watchdog is not None,
+            watchdog_pid=watchdog.pid if watchdog is not None else None,
+            watchdog_replacements=watchdog.replacements if watchdog is not None else 0,
+            subreaper=self._subreaper,
+            parent_death_signal=parent_death_signal_available(),
+        )
+
+
+@asynccontextmanager
+async def open_orphan_guard(*, watchdog: bool, subreaper: bool) -> AsyncGenerator[OrphanGuard, None]:
+    """Start the defences asked for, for the duration of the block.
+
+    Leave the block only once every family the host started has been
+    reclaimed: the watchdog is then released and waited for.
+
+    :param watchdog: keep a watchdog process (Linux; ignored elsewhere, with an info log).
+    :param subreaper: become a child subreaper (Linux; ignored elsewhere).
+    """
+    if (watchdog or subreaper) and not LINUX:
+        logger.info("the watchdog and subreaper mode need Linux; families are reclaimed when the host closes")
+        watchdog = subreaper = False
+    async with trio.open_nursery() as nursery:
+        keeper: Watchdog | None = None
+        reaping = False
+        try:
+            if watchdog:
+                keeper = Watchdog(registry)
+                await nursery.start(keeper.keep)
+            if subreaper:
+                reaping = await nursery.start(keep_reaping, registry)
+            yield OrphanGuard(keeper, reaping)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_LIMIT):
+                if keeper is not None:
+                    await keeper.close()
+            nursery.cancel_scope.cancel()
