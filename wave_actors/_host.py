@@ -26,6 +26,7 @@ from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
 from wave_actors._session import Session, open_owned_session
 from wave_actors._surface import NoPublicConstructor
+from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
 
@@ -62,8 +63,10 @@ class Host(metaclass=NoPublicConstructor):
         options: SessionOptions,
         before_destroy: Sequence[DestroyHook],
         hook_timeout: float,
+        guard: OrphanGuard,
     ) -> None:
         self._nursery = nursery
+        self._guard = guard
         self._home = home
         self._options = options
         self._hooks = tuple(before_destroy)
@@ -83,6 +86,8 @@ class Host(metaclass=NoPublicConstructor):
         options: SessionOptions = SessionOptions(),
         before_destroy: Iterable[DestroyHook] = (),
         hook_timeout: float = 5.0,
+        watchdog: bool = True,
+        subreaper: bool = False,
     ) -> AsyncGenerator[Host, None]:
         """Run a host for the duration of an ``async with`` block.
 
@@ -92,14 +97,21 @@ class Host(metaclass=NoPublicConstructor):
             are closed; each is bounded by ``hook_timeout`` and a failure is
             logged, never fatal (R-KILL-3).
         :param hook_timeout: seconds each hook may take.
+        :param watchdog: keep a watchdog process that reclaims every server
+            family within 2 s if this process dies without closing the host,
+            SIGKILL included (Linux; R-KILL-7). See :meth:`orphan_protection`.
+        :param subreaper: make this process a child subreaper, so orphaned
+            members of server families are re-parented to it and collected
+            here, never left as zombies (Linux; R-KILL-6).
         """
-        async with trio.open_nursery() as nursery:
+        async with open_orphan_guard(watchdog=watchdog, subreaper=subreaper) as guard, trio.open_nursery() as nursery:
             host = cls._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
                 nursery=nursery,
                 home=Path(home) if home is not None else None,
                 options=options,
                 before_destroy=tuple(before_destroy),
                 hook_timeout=hook_timeout,
+                guard=guard,
             )
             try:
                 yield host
@@ -180,6 +192,10 @@ class Host(metaclass=NoPublicConstructor):
     def sessions(self) -> list[Session]:
         """Every live session, in creation order."""
         return [session for session, _ in self._sessions.values()]
+
+    def orphan_protection(self) -> OrphanProtection:
+        """What keeps this host's server families from outliving the process if it dies without closing (R-KILL-7)."""
+        return self._guard.protection()
 
     def pending_destroys(self) -> list[PendingDestroy]:
         """Destroys waiting for a reconfigure to end: queued, never dropped (R-KILL-5)."""
