@@ -70,6 +70,8 @@ from wave_actors._tools import (
     approval_decision as approval_decision,
 )
 from wave_actors._transport import Graces as Graces, TransportOptions as TransportOptions
+from wave_actors._watchdog.guard import OrphanProtection as OrphanProtection
+from wave_actors._watchdog.signals import reclaim_on_signals as reclaim_on_signals
 
 _fixup_module_metadata(__name__, globals())
 del _fixup_module_metadata
