@@ -1,0 +1,96 @@
+"""A host process for the host-death tests: it opens a Host, dials its servers, then waits to die.
+
+Run by path: ``python host_program.py --home DIR --mark MARK [options]``. It
+uses the public API only. Every server entry gets ``WAVE_HOST_DEATH_MARK=MARK``
+in its environment (and so do the servers' children), so a test counts the
+server families with ``process_census(MARK_VARIABLE, MARK, descendants=False)``
+without counting the host or its watchdog.
+
+Once every server is connected it prints one JSON line (:func:`status`), then
+reads commands from stdin, one per line:
+
+- ``status``: print the JSON line again (the watchdog's pid may have changed).
+
+End of file on stdin closes the host normally. ``--signals`` runs the host
+inside :func:`wave_actors.reclaim_on_signals`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import trio
+
+from wave_actors import Host, SessionOptions, reclaim_on_signals
+from wave_actors.testing import fault_server_entry
+
+MARK_VARIABLE = "WAVE_HOST_DEATH_MARK"
+
+
+def status(host: Host) -> str:
+    protection = host.orphan_protection()
+    return json.dumps(
+        {
+            "pid": os.getpid(),
+            "watchdog": protection.watchdog,
+            "watchdog_pid": protection.watchdog_pid,
+            "watchdog_replacements": protection.watchdog_replacements,
+            "subreaper": protection.subreaper,
+            "parent_death_signal": protection.parent_death_signal,
+        }
+    )
+
+
+async def serve(arguments: argparse.Namespace) -> None:
+    entry = fault_server_entry(
+        grandchild=arguments.grandchildren,
+        setsid_grandchild=arguments.grandchildren,
+        exit_on_eof=not arguments.ignore_eof,
+    )
+    entry["env"] = {MARK_VARIABLE: arguments.mark}
+    home = Path(arguments.home)
+    async with Host.open(
+        home=home, options=SessionOptions(), watchdog=not arguments.no_watchdog, subreaper=arguments.subreaper
+    ) as host:
+        async with trio.open_nursery() as nursery:
+            for _ in range(arguments.sessions):
+                session = await host.create_session(home, {f"s{i}": entry for i in range(arguments.servers)})
+                nursery.start_soon(session.prepare_turn)
+        # Report once the watchdog said who it is, so a test can kill it.
+        while host.orphan_protection().watchdog and host.orphan_protection().watchdog_pid is None:
+            await trio.sleep(0.01)
+        print(status(host), flush=True)
+        commands = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        pending = b""
+        while chunk := await commands.receive_some():
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip() == b"status":
+                    print(status(host), flush=True)
+
+
+async def main(arguments: argparse.Namespace) -> None:
+    if arguments.signals:
+        async with reclaim_on_signals():
+            await serve(arguments)
+    else:
+        await serve(arguments)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--home", required=True)
+    parser.add_argument("--mark", required=True)
+    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--servers", type=int, default=1)
+    parser.add_argument("--grandchildren", action="store_true", help="each server spawns a grandchild and a setsid one")
+    parser.add_argument("--ignore-eof", action="store_true", help="servers keep running after stdin closes")
+    parser.add_argument("--signals", action="store_true", help="run inside reclaim_on_signals()")
+    parser.add_argument("--no-watchdog", action="store_true")
+    parser.add_argument("--subreaper", action="store_true")
+    trio.run(main, parser.parse_args())
