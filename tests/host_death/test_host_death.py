@@ -20,6 +20,8 @@ import pytest
 import trio
 from host_death_support import gone, host_process, wait_until
 
+from wave_actors.testing import is_alive
+
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="host-death defences are Linux only"),
     pytest.mark.timeout(30),
@@ -109,6 +111,29 @@ async def test_without_a_watchdog_the_parent_death_signal_still_ends_the_servers
         assert len(host.families()) == 2
         os.kill(host.pid, signal.SIGKILL)
         await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+
+
+def worker_threads(pid: int) -> list[str]:
+    """The names of trio's worker threads in process ``pid``."""
+    names = []
+    for thread in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names.append((thread / "comm").read_text().strip())
+        except OSError:
+            continue  # ended meanwhile
+    return [name for name in names if name.startswith("Trio thread")]
+
+
+@pytest.mark.timeout(40)
+async def test_servers_outlive_the_worker_thread_that_could_have_forked_them(tmp_path: Path) -> None:
+    # R-KILL-7: the parent-death signal fires when the *thread* that forked exits. trio forks in
+    # worker threads that exit after 10 s idle; our servers are forked by a thread that never does.
+    with host_process(tmp_path, "--servers", "2", "--ignore-eof", "--no-watchdog") as host:
+        await host.read_status()
+        servers = host.families()
+        assert len(servers) == 2
+        await wait_until(lambda: worker_threads(host.pid) == [], 20.0, interval=0.1)
+        assert [server for server in servers if not is_alive(server)] == []
 
 
 async def test_in_subreaper_mode_orphans_come_to_the_host_and_are_reaped(tmp_path: Path) -> None:
