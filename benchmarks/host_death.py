@@ -1,0 +1,305 @@
+"""host_death: from a host's SIGKILL to the last process of its server families gone, and what the watchdog costs (R-KILL-7).
+
+Latency: each run starts a real host process (this module with ``--as-host``)
+holding ``--sessions`` sessions of 3 fault servers, each server with a
+grandchild and a ``setsid`` grandchild; records every family member by an
+environment mark given to the entries; sends the host SIGKILL; and polls
+those pids every few milliseconds until none is alive (dead or a zombie).
+Cases: the watchdog on (the default), the host stopped (SIGSTOP) before the
+SIGKILL, and the watchdog off (only the parent-death signal acts: the
+grandchildren survive, which is what the watchdog is for).
+
+Cost, in this process, hosts with and without the watchdog interleaved: the
+watchdog's memory (RSS, and USS: what it alone holds), its CPU and the
+host's while idle with connected servers, the time ``Host.open`` takes, and
+the dial latency (``prepare_turn`` of one fault server in a new session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+import trio
+
+from benchmarks.report import Headline, Progress, Table, at_most, info, median, ratio
+from benchmarks.scenario import Option, Outcome, main
+from wave_actors import Host, ServerState
+from wave_actors.testing import fault_server_entry, is_alive, kill_processes, process_census
+
+NAME = "host_death"
+MARK_VARIABLE = "WAVE_BENCH_HOST_DEATH"
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS_PER_SESSION = 3
+LIMIT_S = 2.0  # R-KILL-7
+
+OPTIONS = (
+    Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on"),
+    Option("stopped_runs", int, 5, 1, "runs with the host stopped (SIGSTOP) before the SIGKILL"),
+    Option("unguarded_runs", int, 3, 1, "runs with the watchdog off"),
+    Option("sessions", int, 5, 2, "sessions per host (3 servers each, 2 grandchildren per server)"),
+    Option("dial_rounds", int, 30, 5, "dials per side (watchdog on / off), interleaved"),
+    Option("idle_seconds", float, 10.0, 2.0, "idle window for the CPU measurement, per side"),
+)
+
+
+# The host process.
+
+
+async def _serve_as_host(home: str, mark: str, sessions: int, watchdog: bool) -> None:
+    entry = fault_server_entry(grandchild=True, setsid_grandchild=True)
+    entry["env"] = {MARK_VARIABLE: mark}
+    async with Host.open(home=home, watchdog=watchdog) as host:
+        async with trio.open_nursery() as nursery:
+            for _ in range(sessions):
+                session = await host.create_session(home, {f"s{i}": entry for i in range(SERVERS_PER_SESSION)})
+                nursery.start_soon(session.prepare_turn)
+        while watchdog and host.orphan_protection().watchdog_pid is None:
+            await trio.sleep(0.005)
+        print(json.dumps({"watchdog_pid": host.orphan_protection().watchdog_pid}), flush=True)
+        await trio.sleep_forever()  # until killed
+
+
+def _start_host(home: Path, mark: str, sessions: int, *, watchdog: bool) -> tuple[subprocess.Popen[bytes], int | None]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.host_death",
+            "--as-host",
+            str(home),
+            mark,
+            str(sessions),
+            str(int(watchdog)),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise RuntimeError(f"the host process exited ({process.wait()}) before it was ready")
+    return process, json.loads(line)["watchdog_pid"]
+
+
+def _family(mark: str) -> list[psutil.Process]:
+    return process_census(MARK_VARIABLE, mark, descendants=False)
+
+
+async def _one_death(home: Path, sessions: int, *, watchdog: bool, stop_first: bool) -> dict[str, float]:
+    """One host, killed; how long until its families were gone (NaN: not within 10 s) and how many outlived 2 s."""
+    mark = uuid.uuid4().hex
+    process, watchdog_pid = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=watchdog))
+    expected = sessions * SERVERS_PER_SESSION * 3
+    family: list[psutil.Process] = []
+    with trio.move_on_after(5.0):
+        while len(family := _family(mark)) < expected:
+            await trio.sleep(0.01)
+    if stop_first:
+        os.kill(process.pid, signal.SIGSTOP)
+    killed = time.perf_counter()
+    os.kill(process.pid, signal.SIGKILL)
+    gone_s = float("nan")
+    alive_after_limit = 0
+    remaining = family
+    while remaining:
+        remaining = [member for member in remaining if is_alive(member)]
+        elapsed = time.perf_counter() - killed
+        if not remaining:
+            gone_s = elapsed
+        elif elapsed >= LIMIT_S and not alive_after_limit:
+            alive_after_limit = len(remaining)
+        if remaining and elapsed > (10.0 if watchdog else LIMIT_S):
+            break  # without a watchdog the grandchildren never go: counted above, killed below
+        await trio.sleep(0.002)
+    await trio.to_thread.run_sync(process.wait)
+    assert process.stdout is not None
+    process.stdout.close()
+    left = [member for member in family if is_alive(member)]
+    if left:
+        kill_processes(left)
+    watchdog_exit_s = float("nan")
+    if watchdog_pid is not None:
+        with trio.move_on_after(5.0):
+            while is_alive(watchdog_pid):
+                await trio.sleep(0.005)
+            watchdog_exit_s = time.perf_counter() - killed
+    return {
+        "family": float(len(family)),
+        "gone_s": gone_s,
+        "alive_after_2s": float(alive_after_limit),
+        "watchdog_exit_s": watchdog_exit_s,
+    }
+
+
+# The cost, in this process.
+
+
+async def _dial_once(host: Host, workdir: Path) -> float:
+    session = await host.create_session(workdir, {"echo": fault_server_entry()})
+    started = time.perf_counter()
+    await session.prepare_turn()
+    elapsed = time.perf_counter() - started
+    if session.server("echo").state is not ServerState.CONNECTED:
+        raise RuntimeError(f"the dial failed: {session.server('echo').error}")
+    await host.destroy_session(session.id)
+    return elapsed
+
+
+def _cpu(times: Any) -> float:
+    """User + system seconds, rounded to the clock tick they are counted in (no float noise)."""
+    return round(float(times.user) + float(times.system), 2)
+
+
+async def _cost(arguments: argparse.Namespace, workdir: Path, progress: Progress) -> dict[str, Any]:
+    me = psutil.Process()
+    samples: dict[str, dict[str, list[float]]] = {
+        side: {"open_s": [], "close_s": [], "dial_s": [], "host_cpu_idle_s": [], "watchdog_cpu_idle_s": []}
+        for side in ("on", "off")
+    }
+    memory: dict[str, float] = {}
+    rounds = arguments.dial_rounds
+    for index in range(rounds):
+        for side in ("on", "off") if index % 2 == 0 else ("off", "on"):
+            progress.update("cost", f"dial {index + 1}/{rounds}, watchdog {side}")
+            started = time.perf_counter()
+            async with Host.open(home=workdir / "home", watchdog=side == "on") as host:
+                samples[side]["open_s"].append(time.perf_counter() - started)
+                samples[side]["dial_s"].append(await _dial_once(host, workdir))
+                closing = time.perf_counter()
+            samples[side]["close_s"].append(time.perf_counter() - closing)
+    for side in ("on", "off"):
+        progress.update("cost", f"idle {arguments.idle_seconds:g} s, watchdog {side}")
+        async with Host.open(home=workdir / "home", watchdog=side == "on") as host:
+            session = await host.create_session(workdir, {f"s{i}": fault_server_entry() for i in range(3)})
+            await session.prepare_turn()
+            while side == "on" and host.orphan_protection().watchdog_pid is None:
+                await trio.sleep(0.005)
+            watchdog_pid = host.orphan_protection().watchdog_pid
+            watchdog = psutil.Process(watchdog_pid) if watchdog_pid is not None else None
+            if watchdog is not None:
+                full = watchdog.memory_full_info()
+                memory = {"rss_mb": full.rss / 2**20, "uss_mb": full.uss / 2**20, "pss_mb": full.pss / 2**20}
+            host_before, watchdog_before = me.cpu_times(), watchdog.cpu_times() if watchdog else None
+            await trio.sleep(arguments.idle_seconds)  # the idle window being measured
+            host_after, watchdog_after = me.cpu_times(), watchdog.cpu_times() if watchdog else None
+            samples[side]["host_cpu_idle_s"].append(_cpu(host_after) - _cpu(host_before))
+            if watchdog_before is not None and watchdog_after is not None:
+                samples[side]["watchdog_cpu_idle_s"].append(_cpu(watchdog_after) - _cpu(watchdog_before))
+    return {"samples": samples, "memory": memory, "host_rss_mb": me.memory_info().rss / 2**20}
+
+
+async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
+    outcome = Outcome(data={"cases": {}})
+    latency = Table(
+        f"host_death: host SIGKILL -> last family process gone ({arguments.sessions} sessions x "
+        f"{SERVERS_PER_SESSION} servers, each with a grandchild and a setsid grandchild)",
+        ["case", "runs", "processes", "median ms", "max ms", "alive after 2 s (total)", "watchdog exit median ms"],
+    )
+    cases = (
+        ("SIGKILL, watchdog on", arguments.runs, True, False),
+        ("SIGSTOP then SIGKILL, watchdog on", arguments.stopped_runs, True, True),
+        ("SIGKILL, watchdog off (parent-death signal only)", arguments.unguarded_runs, False, False),
+    )
+    guarded_alive = 0
+    with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
+        workdir = Path(directory)
+        (workdir / "home").mkdir()
+        for label, runs, watchdog, stop_first in cases:
+            results: list[dict[str, float]] = []
+            for index in range(runs):
+                progress.update("host death", f"{label}: run {index + 1}/{runs}")
+                results.append(await _one_death(workdir, arguments.sessions, watchdog=watchdog, stop_first=stop_first))
+            outcome.data["cases"][label] = results
+            if not results:
+                continue
+            gone = [result["gone_s"] * 1000 for result in results]
+            complete = all(value == value for value in gone)  # no NaN: every run ended with nothing left
+            alive = int(sum(result["alive_after_2s"] for result in results))
+            latency.add(
+                label,
+                runs,
+                int(median(result["family"] for result in results)),
+                median(gone) if complete else float("nan"),
+                max(gone) if complete else float("nan"),
+                alive,
+                median(result["watchdog_exit_s"] * 1000 for result in results) if watchdog else float("nan"),
+            )
+            if watchdog:
+                guarded_alive += alive
+                outcome.headlines.append(
+                    at_most(f"median, {label}", median(gone) if complete else float("nan"), LIMIT_S * 1000, "ms")
+                )
+                outcome.headlines.append(
+                    at_most(f"max, {label}", max(gone) if complete else float("nan"), LIMIT_S * 1000, "ms")
+                )
+            else:
+                outcome.headlines.append(info(f"processes alive 2 s after, {label}", float(alive)))
+        latency.notes += [
+            "gone = dead or a zombie; polled every ~2 ms from just before the SIGKILL.",
+            "'-': members were still alive when the benchmark stopped waiting (10 s; 2 s without a watchdog)",
+            "  and were killed by it. Without a watchdog the parent-death signal ends the servers, not their",
+            "  grandchildren.",
+        ]
+        outcome.tables.append(latency)
+        outcome.headlines.append(
+            at_most(
+                "family processes alive 2 s after the host's death, watchdog on",
+                float(guarded_alive),
+                0,
+                invariant=True,
+            )
+        )
+        cost = await _cost(arguments, workdir, progress)
+    samples = cost["samples"]
+    on, off = samples["on"], samples["off"]
+    table = Table(
+        "host_death: what the watchdog costs (hosts with and without it, interleaved)",
+        ["metric", "watchdog on", "watchdog off", "on - off"],
+    )
+
+    def row(metric: str, name: str, scale: float = 1000.0) -> None:
+        with_it, without = median(on[name]) * scale, median(off[name]) * scale
+        table.add(metric, with_it, without, with_it - without)
+
+    row("Host.open, median ms", "open_s")
+    row("Host close (block exit), median ms", "close_s")
+    row("dial (prepare_turn, 1 server), median ms", "dial_s")
+    row(f"host CPU over {arguments.idle_seconds:g} s idle, ms", "host_cpu_idle_s")
+    table.add(
+        f"watchdog CPU over {arguments.idle_seconds:g} s idle, ms",
+        median(on["watchdog_cpu_idle_s"]) * 1000,
+        float("nan"),
+        float("nan"),
+    )
+    memory = cost["memory"]
+    table.add("watchdog RSS, MB", memory.get("rss_mb", float("nan")), float("nan"), float("nan"))
+    table.add("watchdog USS (its own pages), MB", memory.get("uss_mb", float("nan")), float("nan"), float("nan"))
+    table.notes.append(f"for scale: this host process's RSS is {cost['host_rss_mb']:.0f} MB.")
+    outcome.tables.append(table)
+    outcome.headlines += [
+        Headline("dial latency, watchdog on / off", ratio(median(on["dial_s"]), median(off["dial_s"])), "x"),
+        info("watchdog RSS", memory.get("rss_mb", float("nan")), "MB"),
+        info("watchdog CPU while idle", median(on["watchdog_cpu_idle_s"]) * 1000, f"ms / {arguments.idle_seconds:g} s"),
+    ]
+    outcome.data["cost"] = cost
+    outcome.data["cpus"] = os.cpu_count()
+    return outcome
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--as-host":
+        home, mark, sessions, watchdog = sys.argv[2:6]
+        trio.run(_serve_as_host, home, mark, int(sessions), watchdog == "1")
+    else:
+        main(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run)
