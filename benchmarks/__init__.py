@@ -6,6 +6,7 @@ smoke run well under a minute). Each scenario also runs alone::
 
     python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
     python -m benchmarks.dial
+    python -m benchmarks.host_death
     python -m benchmarks.idle_scale
     python -m benchmarks.race_storm [--duration SECONDS]
     python -m benchmarks.reclaim_latency
@@ -28,6 +29,7 @@ from __future__ import annotations
 SCENARIOS: tuple[str, ...] = (
     "call_overhead",
     "dial",
+    "host_death",
     "idle_scale",
     "race_storm",
     "reclaim_latency",
