@@ -26,6 +26,7 @@ from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
 from wave_actors._session import Session, open_owned_session
 from wave_actors._surface import NoPublicConstructor
+from wave_actors._transport import TransportOptions
 from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
@@ -76,6 +77,7 @@ class Host(metaclass=NoPublicConstructor):
         self._reserved: set[str] = set()
         self._versions = itertools.count(1)  # one sequence for every session's snapshots (R-HOST-2)
         self._closing = False
+        self._client_info: tuple[str, str] | None = None
 
     @classmethod
     @asynccontextmanager
@@ -88,6 +90,7 @@ class Host(metaclass=NoPublicConstructor):
         hook_timeout: float = 5.0,
         watchdog: bool = True,
         subreaper: bool = False,
+        client_info: tuple[str, str] | None = None,
     ) -> AsyncGenerator[Host, None]:
         """Run a host for the duration of an ``async with`` block.
 
@@ -103,7 +106,12 @@ class Host(metaclass=NoPublicConstructor):
         :param subreaper: make this process a child subreaper, so orphaned
             members of server families are re-parented to it and collected
             here, never left as zombies (Linux; R-KILL-6).
+        :param client_info: the ``(name, version)`` every server is told in
+            ``initialize``, unless a session's options name their own
+            (``TransportOptions.client_info``); default ``("wave-actors", <its version>)``.
+        :raises TypeError: ``client_info`` is not a pair of non-empty strings.
         """
+        client_info = TransportOptions(client_info=client_info).client_info  # refused here, not at the first session
         async with open_orphan_guard(watchdog=watchdog, subreaper=subreaper) as guard, trio.open_nursery() as nursery:
             host = cls._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
                 nursery=nursery,
@@ -113,6 +121,7 @@ class Host(metaclass=NoPublicConstructor):
                 hook_timeout=hook_timeout,
                 guard=guard,
             )
+            host._client_info = client_info
             try:
                 yield host
             finally:
@@ -157,6 +166,7 @@ class Host(metaclass=NoPublicConstructor):
             trust=trust,
             options=options or self._options,
             session_id=session_id,
+            client_info=self._client_info,
         )
         self._reserved.add(parameters.session_id)  # two concurrent creates must not both get it
         try:
