@@ -167,6 +167,16 @@ async def test_servers_are_told_wave_actors_and_its_version_unless_the_host_name
             ) as session:
                 await session.prepare_turn()
                 assert text_of(await session.call_tool(tool_named(session, "ref", "client_info"))) == "my-host 3.1"
+            async with Host.open(home=tmp_path / "home", options=FAST, client_info=("desk", "0.9")) as host:
+                session = await host.create_session(tmp_path, entry)
+                await session.prepare_turn()
+                assert text_of(await session.call_tool(tool_named(session, "ref", "client_info"))) == "desk 0.9"
+
+
+async def test_a_client_info_that_is_not_a_name_and_version_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="client_info"):
+        async with Host.open(home=tmp_path / "home", client_info=("desk",)):  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+            pass
 
 
 # R-TOOL-10: progress reaches the call that asked, directly or through mcp_call.
