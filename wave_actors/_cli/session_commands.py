@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
 from wave_actors._config import TransportType
@@ -55,13 +55,18 @@ __all__ = ["call", "command_session", "connect", "status_document", "tools", "wa
 async def command_session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
     """A session on the configuration the command line names; leaving it reclaims every process.
 
+    It belongs to a :class:`~wave_actors.Host` of its own, so the command
+    has the host's watchdog: killed, even with SIGKILL, it leaves no server
+    behind (R-KILL-7).
+
     :param arguments: the parsed command line (``--workdir``, ``--home``, ``--trust``).
     :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
     """
-    from wave_actors._session import open_session
+    from wave_actors._host import Host
 
-    async with open_session(workdir=workdir(arguments), home=home(arguments), trust=trust(arguments)) as session:
-        yield session
+    directory = workdir(arguments)
+    async with Host.open(home=home(arguments)) as host:
+        yield await host.create_session(directory, trust=trust(arguments))
 
 
 def _check_usable(session: Session, name: str) -> None:
@@ -239,29 +244,13 @@ def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -
     out.write(f"{header}\n{body}\n\n")
 
 
-async def _stop_on_signal(cancel_scope: Any) -> None:
-    """Cancel ``cancel_scope`` on SIGINT, SIGTERM or SIGHUP: leaving the session reclaims everything.
-
-    Handling SIGINT here rather than as ``KeyboardInterrupt`` also stops a
-    watch started in the background of a non-interactive shell, where SIGINT
-    is ignored by default.
-    """
-    import signal
-
-    import trio
-
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        async for number in signals:
-            sys.stderr.write(f"{PROGRAM}: {signal.Signals(number).name}: closing every server\n")
-            cancel_scope.cancel()
-            return
-
-
 async def watch(arguments: argparse.Namespace, out: TextIO) -> int:
     """Connect every enabled server and print a status table (or a JSON line) per snapshot.
 
-    Runs until ``--duration`` ends or a signal arrives; either way every
-    process is reclaimed before it returns.
+    Runs until ``--duration`` ends or SIGINT, SIGTERM or SIGHUP arrives
+    (through :func:`~wave_actors.reclaim_on_signals`, so also in the
+    background of a non-interactive shell, where SIGINT is ignored by
+    default); either way every process is reclaimed before it returns.
 
     :param arguments: the parsed command line.
     :param out: where the snapshots go.
@@ -270,13 +259,15 @@ async def watch(arguments: argparse.Namespace, out: TextIO) -> int:
     """
     import trio
 
+    from wave_actors._watchdog.signals import reclaim_on_signals
+
     duration = cast(float | None, arguments.duration)
-    async with command_session(arguments) as session:
+    # A signal is how a watch normally ends: exit 0 once everything is reclaimed.
+    async with reclaim_on_signals(exit_on_signal=False), command_session(arguments) as session:
         for diagnostic in session.diagnostics:
             sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
         with trio.move_on_after(duration if duration is not None else math.inf):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
                 nursery.start_soon(session.prepare_turn)
                 async for snapshot in session.watch():
                     if arguments.json:
