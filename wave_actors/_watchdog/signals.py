@@ -26,7 +26,9 @@ _DEFAULT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT",
 
 
 @asynccontextmanager
-async def reclaim_on_signals(signals: Iterable[int] | None = None) -> AsyncGenerator[None, None]:
+async def reclaim_on_signals(
+    signals: Iterable[int] | None = None, *, exit_on_signal: bool = True
+) -> AsyncGenerator[None, None]:
     """Turn SIGTERM, SIGINT and SIGHUP into a clean shutdown of everything opened inside the block (R-KILL-7).
 
     Wrap the part of the program that opens hosts and sessions::
@@ -47,7 +49,9 @@ async def reclaim_on_signals(signals: Iterable[int] | None = None) -> AsyncGener
 
     :param signals: the signals to handle (default SIGTERM, SIGINT and SIGHUP,
         those of them the platform has).
-    :raises SystemExit: after the block unwound, if a signal arrived.
+    :param exit_on_signal: ``False`` ends the block early instead, and the
+        program goes on after it (a command whose normal end is a signal, say).
+    :raises SystemExit: after the block unwound, if a signal arrived (unless ``exit_on_signal`` is false).
     :raises RuntimeError: not called from the main thread (only it can receive signals).
     """
     wanted = tuple(signals) if signals is not None else _DEFAULT_SIGNALS
@@ -72,5 +76,5 @@ async def reclaim_on_signals(signals: Iterable[int] | None = None) -> AsyncGener
                 finally:
                     # Keep listening until here: a second Ctrl-C must not interrupt reclamation.
                     nursery.cancel_scope.cancel()
-    if received:
+    if received and exit_on_signal:
         raise SystemExit(128 + received[0])
