@@ -4,6 +4,8 @@ Every server is shown as a new session would show it before its first dial:
 its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
 the tools the snapshot cache recorded at its last connect (R-CACHE-2), and
 the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
+Last, what protects against the death of the commands that dial (R-KILL-7):
+their host's watchdog, the parent-death signal, subreaper mode.
 
 This command must start fast and spawn nothing, so this module imports only
 :mod:`wave_actors._config` and :mod:`wave_actors._cache` (neither ``trio``
@@ -97,6 +99,22 @@ def _warnings_block(statuses: Sequence[ServerStatus]) -> str:
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
+def _host_death_document() -> dict[str, bool]:
+    """The host-death defences the commands that dial run with: a Host's defaults (R-KILL-7).
+
+    Read from the platform without starting anything: ``servers`` itself runs no host.
+    """
+    from wave_actors._watchdog.linux import PRCTL_AVAILABLE
+
+    return {"watchdog": PRCTL_AVAILABLE, "parent_death_signal": PRCTL_AVAILABLE, "subreaper": False}
+
+
+def _host_death_line(document: dict[str, bool]) -> str:
+    labels = {"watchdog": "watchdog", "parent_death_signal": "parent-death signal", "subreaper": "subreaper"}
+    words = ", ".join(f"{labels[name]} {'on' if on else 'off'}" for name, on in document.items())
+    return f"if the command dies (tools, call, watch, working-set): {words}"
+
+
 def servers(arguments: argparse.Namespace, out: TextIO) -> int:
     """List the merged configuration (a table, or ``--json``) and its diagnostics; dial nothing.
 
@@ -127,6 +145,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                     for config in configs
                 ],
                 "diagnostics": [_diagnostic_document(diagnostic) for diagnostic in loaded.diagnostics],
+                "host_death": _host_death_document(),
             },
             out,
         )
@@ -154,4 +173,5 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
         out.write("\ndiagnostics:\n")
         for diagnostic in loaded.diagnostics:
             out.write(f"  {printable(str(diagnostic))}\n")
+    out.write(f"\n{_host_death_line(_host_death_document())}\n")
     return EXIT_OK

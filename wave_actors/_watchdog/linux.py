@@ -51,6 +51,7 @@ def _load_prctl() -> Callable[..., int] | None:
 # Loaded once, in the parent: a forked child about to exec must not load libraries.
 _PRCTL: Final = _load_prctl()
 PRCTL_AVAILABLE: Final = _PRCTL is not None
+"""Whether the watchdog, the parent-death signal and subreaper mode can work here (Linux with ``prctl``)."""
 
 
 def prctl(option: int, argument: int = 0, pointer: ctypes.c_int | None = None) -> int:
