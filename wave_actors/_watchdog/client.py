@@ -73,6 +73,16 @@ class _Connection:
         logger.warning("the watchdog (pid %s) stopped reading; replacing it", self.pid)
         self.kill()
 
+    def release(self) -> None:
+        """Tell the watchdog to exit without reclaiming anything, and close our end.
+
+        The only way the host ever lets go of a watchdog: a socket closed
+        without ``release`` means "the host is dead" to it, and it would reclaim
+        every family the process still runs.
+        """
+        self.send(b"release\n")
+        self.sock.close()
+
     def kill(self) -> None:
         if self.pid is None:
             return
@@ -96,6 +106,10 @@ class Watchdog:
         self._replacements = 0
         self._closing = False
         self._done = trio.Event()
+        # The host's teardown runs inside whatever cancelled it (a signal, an error):
+        # the watchdog must keep guarding until every family is reclaimed, so only
+        # close() stops it.
+        self._scope = trio.CancelScope(shield=True)
 
     @property
     def pid(self) -> int | None:
@@ -109,31 +123,35 @@ class Watchdog:
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run watchdogs one after the other until :meth:`close`; started once the first is forked (or failed)."""
-        delay = _FIRST_DELAY
         try:
-            while not self._closing:
-                began = trio.current_time()
-                try:
-                    connection = await self._spawn()
-                except OSError as error:
-                    task_status.started()
-                    task_status = trio.TASK_STATUS_IGNORED
-                    logger.warning("cannot start the watchdog (%s); retrying in %.1f s", error, delay)
-                else:
-                    task_status.started()
-                    task_status = trio.TASK_STATUS_IGNORED
-                    await self._watch(connection)
-                    if self._closing:
-                        return
-                    self._replacements += 1
-                    logger.warning("the watchdog (pid %s) is gone; starting another", connection.pid)
-                    if trio.current_time() - began >= _STABLE:
-                        delay = _FIRST_DELAY
-                        continue  # one that served a while is replaced at once
-                await trio.sleep(delay)  # they die young: do not spin
-                delay = min(delay * 2, _MAX_DELAY)
+            with self._scope:
+                await self._keep(task_status)
         finally:
             self._done.set()
+
+    async def _keep(self, task_status: trio.TaskStatus[None]) -> None:
+        delay = _FIRST_DELAY
+        while not self._closing:
+            began = trio.current_time()
+            try:
+                connection = await self._spawn()
+            except OSError as error:
+                task_status.started()
+                task_status = trio.TASK_STATUS_IGNORED
+                logger.warning("cannot start the watchdog (%s); retrying in %.1f s", error, delay)
+            else:
+                task_status.started()
+                task_status = trio.TASK_STATUS_IGNORED
+                await self._watch(connection)
+                if self._closing:
+                    return
+                self._replacements += 1
+                logger.warning("the watchdog (pid %s) is gone; starting another", connection.pid)
+                if trio.current_time() - began >= _STABLE:
+                    delay = _FIRST_DELAY
+                    continue  # one that served a while is replaced at once
+            await trio.sleep(delay)  # they die young: do not spin
+            delay = min(delay * 2, _MAX_DELAY)
 
     async def close(self) -> None:
         """Release the watchdog (it exits without touching anything) and wait until it is gone.
@@ -142,13 +160,17 @@ class Watchdog:
         """
         self._closing = True
         connection = self._connection
-        if connection is not None:
+        if connection is None:
+            self._scope.cancel()  # between two watchdogs: nothing to release
+        else:
             connection.send(b"release\n")
         with trio.move_on_after(_CLOSE_LIMIT):
             await self._done.wait()
-        if not self._done.is_set() and connection is not None:
-            logger.warning("the watchdog (pid %s) did not exit when released; killing it", connection.pid)
-            connection.kill()
+        if not self._done.is_set():
+            if connection is not None:
+                logger.warning("the watchdog (pid %s) did not exit when released; killing it", connection.pid)
+                connection.kill()
+            self._scope.cancel()
 
     async def _spawn(self) -> _Connection:
         host_end, watchdog_end = socket.socketpair()
@@ -174,7 +196,7 @@ class Watchdog:
                 )
         except BaseException:
             self._registry.detach(connection)
-            host_end.close()
+            connection.release()
             raise
         self._connection = connection
         # It exits once it has forked the watchdog proper (a few milliseconds): collected
@@ -210,6 +232,8 @@ class Watchdog:
             if self._connection is connection:
                 self._connection = None
             with trio.CancelScope(shield=True):
+                if connection.sock.fileno() >= 0 and not self._closing:
+                    connection.release()  # cancelled while it lives: it must not take this for our death
                 await self._wait_gone(connection)
             connection.sock.close()
 

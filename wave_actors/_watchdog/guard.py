@@ -88,6 +88,14 @@ async def open_orphan_guard(*, watchdog: bool, subreaper: bool) -> AsyncGenerato
     if (watchdog or subreaper) and not LINUX:
         logger.info("the watchdog and subreaper mode need Linux; families are reclaimed when the host closes")
         watchdog = subreaper = False
+    # Like the watchdog, reaping goes on while the host's teardown (cancelled by whatever
+    # ended the host) reclaims the families: only the end of the block stops it.
+    reaper_scope = trio.CancelScope(shield=True)
+
+    async def reap(*, task_status: trio.TaskStatus[bool] = trio.TASK_STATUS_IGNORED) -> None:
+        with reaper_scope:
+            await keep_reaping(registry, task_status=task_status)
+
     async with trio.open_nursery() as nursery:
         keeper: Watchdog | None = None
         reaping = False
@@ -96,10 +104,11 @@ async def open_orphan_guard(*, watchdog: bool, subreaper: bool) -> AsyncGenerato
                 keeper = Watchdog(registry)
                 await nursery.start(keeper.keep)
             if subreaper:
-                reaping = await nursery.start(keep_reaping, registry)
+                reaping = await nursery.start(reap)
             yield OrphanGuard(keeper, reaping)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_LIMIT):
                 if keeper is not None:
                     await keeper.close()
+            reaper_scope.cancel()
             nursery.cancel_scope.cancel()
