@@ -57,6 +57,13 @@ class HostProcess:
         self.process.stdin.flush()
         return await self.read_status()
 
+    async def stderr(self, limit: float = 5.0) -> str:
+        """Everything written to the host's stderr, once the host and its watchdog (which shares it) are gone."""
+        assert self.process.stderr is not None
+        stderr = self.process.stderr
+        with trio.fail_after(limit):
+            return (await trio.to_thread.run_sync(stderr.read, abandon_on_cancel=True)).decode(errors="replace")
+
     async def wait_exit(self, limit: float) -> int:
         """The host's exit status, once it has exited (at most ``limit`` seconds from now)."""
         with trio.fail_after(limit):
@@ -73,9 +80,10 @@ def host_process(tmp_path: Path, *flags: str) -> Iterator[HostProcess]:
         [sys.executable, str(PROGRAM), "--home", str(home), "--mark", mark, *flags],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     host = HostProcess(process, mark)
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     try:
         yield host
     finally:
@@ -86,6 +94,7 @@ def host_process(tmp_path: Path, *flags: str) -> Iterator[HostProcess]:
             process.kill()
             process.wait()
         process.stdout.close()
+        process.stderr.close()
     left = host.families()
     if left:
         kill_processes(left)

@@ -68,6 +68,18 @@ async def test_sigterm_to_a_host_in_reclaim_on_signals_reclaims_everything_befor
         assert host.families() == []  # already when it exited, not some time later
 
 
+async def test_a_signal_releases_the_watchdog_only_after_the_host_reclaimed_everything(tmp_path: Path) -> None:
+    # R-KILL-7: the teardown runs inside the cancelled block, but the watchdog keeps guarding until
+    # the end, and is then released: it never takes the host's orderly exit for its death.
+    with host_process(tmp_path, "--servers", "2", "--grandchildren", "--signals") as host:
+        watchdog = (await host.read_status())["watchdog_pid"]
+        os.kill(host.pid, signal.SIGINT)
+        assert await host.wait_exit(10.0) == 128 + signal.SIGINT
+        assert host.families() == []
+        assert gone(watchdog)
+        assert "is gone; reclaimed" not in await host.stderr()
+
+
 async def test_a_killed_watchdog_is_replaced_and_the_replacement_guards_every_family(tmp_path: Path) -> None:
     # R-KILL-7: the host notices its watchdog's death, starts another and tells it what is alive.
     with host_process(tmp_path, "--sessions", "2", "--servers", "2", "--grandchildren") as host:
