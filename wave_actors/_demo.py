@@ -25,7 +25,7 @@ from typing import Final, TextIO
 import attrs
 import trio
 
-from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, Session, WaveActorsError
+from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, Session, WaveActorsError, reclaim_on_signals
 from wave_actors._console import EXIT_FAILURE, EXIT_OK, json_text, one_line, run_unwrapped, status_table
 from wave_actors.testing import (
     StateNotReached,
@@ -161,8 +161,27 @@ class _Demo:
         )
         count = await self.processes()
         walk.check(count == 0, f"{count} processes spawned (psutil: descendants of pid {os.getpid()} and marked ones)")
+        await self.host_death_defences()
         walk.table(self.host)
         return chat, slow
+
+    async def host_death_defences(self) -> None:
+        """Say what protects the families if this host dies without closing (R-KILL-6, R-KILL-7)."""
+        with trio.move_on_after(_RECONNECT_TIMEOUT):
+            # The watchdog names itself a few milliseconds after the host opened.
+            while self.host.orphan_protection().watchdog and self.host.orphan_protection().watchdog_pid is None:
+                await trio.sleep(_POLL_INTERVAL)
+        protection = self.host.orphan_protection()
+        on = {True: "on", False: "off"}
+        watchdog = f"watchdog pid {protection.watchdog_pid}" if protection.watchdog_pid else "no watchdog"
+        text = (
+            f"if this host dies (SIGKILL included): {watchdog}, parent-death signal "
+            f"{on[protection.parent_death_signal]}, subreaper {on[protection.subreaper]}"
+        )
+        if sys.platform.startswith("linux"):
+            self.walk.check(protection.watchdog_pid is not None, text)
+        else:
+            self.walk.show(f"   {text} (Linux only; families are reclaimed when the host closes)")
 
     async def first_turn(self, chat: Session) -> None:
         walk = self.walk
@@ -447,5 +466,7 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
 
 
 async def _bounded(walk: _Walkthrough, run: str) -> None:
-    with trio.fail_after(_DEMO_TIME_LIMIT):
-        await _walkthrough(walk, run)
+    # SIGINT, SIGTERM, SIGHUP: every server is reclaimed, then the demo exits with 128 + the signal.
+    async with reclaim_on_signals():
+        with trio.fail_after(_DEMO_TIME_LIMIT):
+            await _walkthrough(walk, run)
