@@ -9,6 +9,7 @@ instead, and every name re-exported from :mod:`wave_actors` reports
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar
@@ -88,7 +89,7 @@ def _resolve_annotations(cls: type) -> None:
         hints = typing.get_type_hints(cls)
     except Exception:
         return
-    own = cls.__dict__.get("__annotations__", {})
+    own = inspect.get_annotations(cls)
     cls.__annotations__ = {name: hints.get(name, annotation) for name, annotation in own.items()}
     if attrs.has(cls):
         attrs.resolve_types(cls)
