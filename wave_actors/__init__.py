@@ -45,10 +45,11 @@ from wave_actors._instructions import (
     instruction_updates as instruction_updates,
     server_available as server_available,
 )
+from wave_actors._opening import open_session as open_session
 from wave_actors._options import SessionOptions as SessionOptions
 from wave_actors._parameters import ServerEntries as ServerEntries
 from wave_actors._reconfigure import ReconfigureResult as ReconfigureResult
-from wave_actors._session import Session as Session, open_session as open_session
+from wave_actors._session import Session as Session
 from wave_actors._status import (
     ConnectionInfo as ConnectionInfo,
     ServerState as ServerState,

@@ -22,9 +22,10 @@ import trio
 from wave_actors._config import TrustMode
 from wave_actors._errors import WaveActorsError
 from wave_actors._lifecycle import SessionLifecycle
+from wave_actors._opening import open_owned_session
 from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
-from wave_actors._session import Session, open_owned_session
+from wave_actors._session import Session
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._transport import TransportOptions
 from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard

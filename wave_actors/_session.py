@@ -10,7 +10,7 @@ after every process they started is reclaimed (R-RACE-2, R-KILL-4).
 Lifecycle. A session is ``OPEN``, ``RECONFIGURING``, ``DESTROYING`` or
 ``CLOSED``; :mod:`wave_actors._lifecycle` holds the phase and its rules.
 
-Who owns it. :func:`open_owned_session` opens the nursery, builds the session
+Who owns it. :func:`~wave_actors._opening.open_owned_session` opens the nursery, builds the session
 and yields it with its :class:`SessionLifecycle`, the owner's only handle on
 the phase. :class:`~wave_actors.Host` is one owner (it implements
 :class:`SessionOwner`, so ``session.aclose()`` is its ``destroy_session``);
@@ -20,10 +20,8 @@ the phase. :class:`~wave_actors.Host` is one owner (it implements
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
@@ -34,7 +32,7 @@ from trio_util import AsyncValue
 from wave_actors._actor.actor import ServerActor
 from wave_actors._cache import EMPTY_CACHE, SessionToolCache, ToolCache
 from wave_actors._catalog import build_snapshot, unknown_tool_hint
-from wave_actors._config import Diagnostic, LoadedConfig, TrustMode
+from wave_actors._config import Diagnostic, LoadedConfig
 from wave_actors._errors import (
     DialError,
     ServerDisabled,
@@ -45,8 +43,7 @@ from wave_actors._errors import (
 )
 from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
-from wave_actors._options import SessionOptions
-from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._parameters import ServerEntries, SessionParameters
 from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
@@ -57,22 +54,17 @@ from wave_actors._tools import (
     ToolDeclaration,
     WorkingSet,
     build_working_set,
-    describe_document,
-    error_result,
+    call_gateway,
     full_declarations,
     gateway_declarations,
-    json_result,
-    parse_request,
-    resolve,
     search_tools,
 )
 from wave_actors._transport.arguments import tool_call_arguments
-from wave_actors._transport.progress import ProgressCallback
 
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["Session", "open_owned_session", "open_session"]
+__all__ = ["Session"]
 
 logger = logging.getLogger(__name__)
 
@@ -444,29 +436,6 @@ class Session(metaclass=NoPublicConstructor):
             raise UnknownTool(f"no tool {name!r} in session {self.id}; {unknown_tool_hint(snapshot, name)}") from None
         return tool.server, tool.tool
 
-    async def _call_gateway(
-        self, name: str, arguments: object, on_progress: ProgressCallback | None
-    ) -> mcp_types.CallToolResult:
-        """``mcp_call`` / ``mcp_describe`` (R-WS-4): mistakes are results; a resolved call goes through :meth:`call_tool`."""
-        request = parse_request(name, arguments)
-        if isinstance(request, str):
-            return error_result(request)
-        snapshot = self.snapshot()
-        tool = resolve(request, snapshot)
-        if isinstance(tool, str):
-            return error_result(tool)
-        if request.gateway == MCP_DESCRIBE:
-            # From the snapshot only: no request reaches the server.
-            status = snapshot.server(tool.server)
-            return json_result(describe_document(tool, status, self._parameters.options.dropped_schema_keywords))
-        try:
-            # By its model-visible name, through the one call path: the same deadline,
-            # no-replay and error rules as a direct call (R-TOOL-4..6).
-            return await self.call_tool(tool.name, request.arguments, on_progress=on_progress)
-        except TypeError as error:
-            why = str(error).removesuffix("; nothing was sent")
-            return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {why}. Nothing was sent.")
-
     async def call_tool(
         self,
         name: str,
@@ -510,7 +479,13 @@ class Session(metaclass=NoPublicConstructor):
         if on_progress is not None and not callable(on_progress):
             raise TypeError(f"on_progress must be a callable, not {type(on_progress).__name__}")
         if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
-            return await self._call_gateway(name, arguments, on_progress)
+            return await call_gateway(
+                name,
+                arguments,
+                self.snapshot(),
+                functools.partial(self.call_tool, on_progress=on_progress),
+                self._parameters.options.dropped_schema_keywords,
+            )
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
         plain = tool_call_arguments(name, arguments)  # in the caller's task, before anything is queued (R-TOOL-9)
@@ -590,80 +565,3 @@ class Session(metaclass=NoPublicConstructor):
         # here for the nursery to finish would wait for ourselves. Closing
         # cancels the block, and leaving it completes the reclamation.
         self._lifecycle.close()
-
-
-@asynccontextmanager
-async def open_owned_session(
-    parameters: SessionParameters, *, owner: SessionOwner | None, versions: Iterator[int]
-) -> AsyncGenerator[tuple[Session, SessionLifecycle], None]:
-    """Load the configuration, open the session's nursery, and yield the session with its lifecycle.
-
-    Leaving the block closes the session (if nobody did) and returns once
-    every process it started is gone; :meth:`SessionLifecycle.wait_closed`
-    returns then too.
-
-    :param parameters: what the session is made of.
-    :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
-    :param versions: the snapshot versions to draw from, shared by every session of a host (R-HOST-2).
-    """
-    loaded, tool_cache = await parameters.load_with_tool_cache()
-    lifecycle: SessionLifecycle | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
-            session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
-                parameters,
-                loaded,
-                nursery=nursery,
-                lifecycle=lifecycle,
-                owner=owner,
-                versions=versions,
-                tool_cache=tool_cache,
-            )
-            try:
-                yield session, lifecycle
-            finally:
-                lifecycle.close()
-    finally:
-        if lifecycle is not None:
-            lifecycle.mark_closed()
-
-
-@asynccontextmanager
-async def open_session(
-    *,
-    workdir: Path | str,
-    home: Path | str | None = None,
-    mcp_servers: ServerEntries | None = None,
-    plugins: Iterable[tuple[str, ServerEntries]] = (),
-    trust: TrustMode = "all",
-    options: SessionOptions = SessionOptions(),
-    client_info: tuple[str, str] | None = None,
-) -> AsyncGenerator[Session, None]:
-    """A session owned by the caller's task, for hosts with a single session.
-
-    Leaving the block closes every connection and returns only after every
-    process the session started is gone (R-KILL-4).
-
-    :param workdir: the project directory (its ``.mcp.json`` is a config source).
-    :param home: the user directory holding ``mcp.json`` (default ``~/.wave``).
-    :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
-    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
-    :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
-    :param options: dial, reconnect and reclamation settings.
-    :param client_info: the ``(name, version)`` servers are told in
-        ``initialize``; default ``("wave-actors", <its version>)``, or
-        ``options.transport.client_info`` when set.
-    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
-    """
-    parameters = session_parameters(
-        workdir=workdir,
-        home=home,
-        mcp_servers=mcp_servers,
-        plugins=plugins,
-        trust=trust,
-        options=options,
-        client_info=client_info,
-    )
-    async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):
-        yield session

@@ -19,6 +19,7 @@ from wave_actors._tools.gateway import (
     MCP_CALL as MCP_CALL,
     MCP_DESCRIBE as MCP_DESCRIBE,
     GatewayRequest as GatewayRequest,
+    call_gateway as call_gateway,
     describe_document as describe_document,
     error_result as error_result,
     gateway_declarations as gateway_declarations,

@@ -27,7 +27,7 @@ is refused rather than sent without ``path``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
@@ -45,6 +45,7 @@ __all__ = [
     "MCP_CALL",
     "MCP_DESCRIBE",
     "GatewayRequest",
+    "call_gateway",
     "describe_document",
     "error_result",
     "gateway_declarations",
@@ -292,3 +293,36 @@ def json_result(document: Mapping[str, Any]) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=text)], structured_content=dict(document)
     )
+
+
+async def call_gateway(
+    gateway: str,
+    arguments: object,
+    snapshot: SessionSnapshot,
+    call_tool: Callable[[str, Mapping[str, Any] | None], Awaitable[mcp_types.CallToolResult]],
+    dropped_keywords: Iterable[str] = DEFAULT_DROPPED_KEYWORDS,
+) -> mcp_types.CallToolResult:
+    """Run ``mcp_call`` or ``mcp_describe`` (R-WS-4): every mistake is a result for the model, and nothing is sent.
+
+    :param gateway: :data:`MCP_CALL` or :data:`MCP_DESCRIBE`.
+    :param arguments: what the model passed.
+    :param snapshot: the session's snapshot, where names resolve (and, for
+        ``mcp_describe``, where the answer comes from: no request reaches the server).
+    :param call_tool: the session's one call path, by model-visible name, so a
+        resolved ``mcp_call`` has a direct call's deadline, no-replay and error
+        rules (R-TOOL-4..6); its exceptions propagate.
+    :param dropped_keywords: schema keywords ``mcp_describe`` strips (R-TOOL-2).
+    """
+    request = parse_request(gateway, arguments)
+    if isinstance(request, str):
+        return error_result(request)
+    tool = resolve(request, snapshot)
+    if isinstance(tool, str):
+        return error_result(tool)
+    if request.gateway == MCP_DESCRIBE:
+        return json_result(describe_document(tool, snapshot.server(tool.server), dropped_keywords))
+    try:
+        return await call_tool(tool.name, request.arguments)
+    except TypeError as error:
+        why = str(error).removesuffix("; nothing was sent")
+        return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {why}. Nothing was sent.")

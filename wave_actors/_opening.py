@@ -1,0 +1,102 @@
+"""Opening a session: its configuration loaded, its nursery open, its lifecycle handed to its owner.
+
+:func:`open_owned_session` is how every session comes to be: a
+:class:`~wave_actors.Host` opens each of its sessions with it (and keeps the
+:class:`~wave_actors._lifecycle.SessionLifecycle`, its only handle on the
+session's phase), and :func:`open_session` opens one for a host with a single
+session, owned by the caller's task.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from wave_actors._config import TrustMode
+from wave_actors._lifecycle import SessionLifecycle, SessionOwner
+from wave_actors._options import SessionOptions
+from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._session import Session
+
+__all__ = ["open_owned_session", "open_session"]
+
+
+@asynccontextmanager
+async def open_owned_session(
+    parameters: SessionParameters, *, owner: SessionOwner | None, versions: Iterator[int]
+) -> AsyncGenerator[tuple[Session, SessionLifecycle], None]:
+    """Load the configuration, open the session's nursery, and yield the session with its lifecycle.
+
+    Leaving the block closes the session (if nobody did) and returns once
+    every process it started is gone; :meth:`SessionLifecycle.wait_closed`
+    returns then too.
+
+    :param parameters: what the session is made of.
+    :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
+    :param versions: the snapshot versions to draw from, shared by every session of a host (R-HOST-2).
+    """
+    loaded, tool_cache = await parameters.load_with_tool_cache()
+    lifecycle: SessionLifecycle | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
+            session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
+                parameters,
+                loaded,
+                nursery=nursery,
+                lifecycle=lifecycle,
+                owner=owner,
+                versions=versions,
+                tool_cache=tool_cache,
+            )
+            try:
+                yield session, lifecycle
+            finally:
+                lifecycle.close()
+    finally:
+        if lifecycle is not None:
+            lifecycle.mark_closed()
+
+
+@asynccontextmanager
+async def open_session(
+    *,
+    workdir: Path | str,
+    home: Path | str | None = None,
+    mcp_servers: ServerEntries | None = None,
+    plugins: Iterable[tuple[str, ServerEntries]] = (),
+    trust: TrustMode = "all",
+    options: SessionOptions = SessionOptions(),
+    client_info: tuple[str, str] | None = None,
+) -> AsyncGenerator[Session, None]:
+    """A session owned by the caller's task, for hosts with a single session.
+
+    Leaving the block closes every connection and returns only after every
+    process the session started is gone (R-KILL-4).
+
+    :param workdir: the project directory (its ``.mcp.json`` is a config source).
+    :param home: the user directory holding ``mcp.json`` (default ``~/.wave``).
+    :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
+    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
+    :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+    :param options: dial, reconnect and reclamation settings.
+    :param client_info: the ``(name, version)`` servers are told in
+        ``initialize``; default ``("wave-actors", <its version>)``, or
+        ``options.transport.client_info`` when set.
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+    """
+    parameters = session_parameters(
+        workdir=workdir,
+        home=home,
+        mcp_servers=mcp_servers,
+        plugins=plugins,
+        trust=trust,
+        options=options,
+        client_info=client_info,
+    )
+    async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):
+        yield session
