@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from typing import Final
 
@@ -59,6 +60,7 @@ class _Connection:
         self.sock = sock
         self.pid: int | None = None
         self.start: int | None = None
+        _connections.add(self)
 
     def send(self, data: bytes) -> None:
         """Hand ``data`` to the watchdog without ever blocking (a registry listener)."""
@@ -92,6 +94,28 @@ class _Connection:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+_connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+
+
+def _close_in_child() -> None:
+    """After ``os.fork()``, in the child: let go of every watchdog socket, silently.
+
+    A forked child (a ``multiprocessing`` worker, say) holding the host's end
+    would keep the socket open after the host died, and the watchdog would
+    wait for the child instead of reclaiming. Only our copy of the descriptor
+    closes; the parent's stays, and nothing is sent.
+    """
+    for connection in list(_connections):
+        try:
+            os.close(connection.sock.detach())
+        except OSError:
+            continue
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
 
 
 class Watchdog:

@@ -17,6 +17,7 @@ per thread is allowed), hence the lock; listeners must never block.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Protocol
 
@@ -117,6 +118,18 @@ class FamilyRegistry:
         for listener in self._listeners:
             listener.send(data)
 
+    def forget_in_child(self) -> None:
+        """After ``os.fork()``, in the child: it runs none of these families and guards nothing.
+
+        The lock is new too: another thread of the parent may have held it at the fork.
+        """
+        self._lock = threading.Lock()
+        self._families = {}
+        self._listeners = []
+
 
 registry = FamilyRegistry()
 """The process's one registry."""
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=registry.forget_in_child)

@@ -85,6 +85,17 @@ def _the_spawner() -> _Spawner:
         return _spawner
 
 
+def _forget_spawner_in_child() -> None:
+    """After ``os.fork()``, in the child: the spawner thread was not copied; the next spawn starts one."""
+    global _spawner, _spawner_lock
+    _spawner = None
+    _spawner_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spawner_in_child)
+
+
 async def open_server_process(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> trio.Process:
     """Start a server in a session of its own, on pipes, with a parent-death signal where available.
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 from typing import Final
 
@@ -74,6 +75,18 @@ def _release() -> None:
         if _users == 0 and _set_by_us:
             prctl(PR_SET_CHILD_SUBREAPER, 0)
             _set_by_us = False
+
+
+def _forget_in_child() -> None:
+    """After ``os.fork()``, in the child: the kernel does not pass subreaper mode on to it."""
+    global _lock, _users, _set_by_us
+    _lock = threading.Lock()
+    _users = 0
+    _set_by_us = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
