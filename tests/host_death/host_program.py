@@ -11,6 +11,9 @@ reads commands from stdin, one per line:
 
 - ``status``: print the JSON line again (the watchdog's pid may have changed).
 
+``--fork-child`` forks an idle child (``forked_child`` in the JSON line) once
+connected, holding copies of every descriptor the host had; the test kills it.
+
 End of file on stdin closes the host normally. ``--signals`` runs the host
 inside :func:`wave_actors.reclaim_on_signals`.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -31,11 +35,21 @@ from wave_actors.testing import fault_server_entry
 MARK_VARIABLE = "WAVE_HOST_DEATH_MARK"
 
 
-def status(host: Host) -> str:
+def fork_idle_child() -> int:
+    """``os.fork()`` a child that does nothing until killed, as a ``multiprocessing`` worker would idle."""
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            signal.pause()
+    return pid
+
+
+def status(host: Host, forked: int | None = None) -> str:
     protection = host.orphan_protection()
     return json.dumps(
         {
             "pid": os.getpid(),
+            "forked_child": forked,
             "watchdog": protection.watchdog,
             "watchdog_pid": protection.watchdog_pid,
             "watchdog_replacements": protection.watchdog_replacements,
@@ -63,7 +77,8 @@ async def serve(arguments: argparse.Namespace) -> None:
         # Report once the watchdog said who it is, so a test can kill it.
         while host.orphan_protection().watchdog and host.orphan_protection().watchdog_pid is None:
             await trio.sleep(0.01)
-        print(status(host), flush=True)
+        forked = fork_idle_child() if arguments.fork_child else None
+        print(status(host, forked=forked), flush=True)
         commands = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         pending = b""
         while chunk := await commands.receive_some():
@@ -93,4 +108,5 @@ if __name__ == "__main__":
     parser.add_argument("--signals", action="store_true", help="run inside reclaim_on_signals()")
     parser.add_argument("--no-watchdog", action="store_true")
     parser.add_argument("--subreaper", action="store_true")
+    parser.add_argument("--fork-child", action="store_true", help="os.fork() an idle child once connected")
     trio.run(main, parser.parse_args())

@@ -57,6 +57,17 @@ async def test_a_stopped_host_killed_later_leaves_no_server_family_after_2_s(tmp
         assert time.monotonic() - killed < DEATH_LIMIT
 
 
+async def test_a_forked_child_of_the_host_does_not_hide_its_death_from_the_watchdog(tmp_path: Path) -> None:
+    # R-KILL-7: a child forked by the host (a multiprocessing worker) lets go of the watchdog's socket.
+    with host_process(tmp_path, "--servers", "2", "--grandchildren", "--fork-child") as host:
+        forked = (await host.read_status())["forked_child"]
+        try:
+            os.kill(host.pid, signal.SIGKILL)
+            await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+        finally:
+            os.kill(forked, signal.SIGKILL)
+
+
 async def test_sigterm_to_a_host_in_reclaim_on_signals_reclaims_everything_before_it_exits(tmp_path: Path) -> None:
     # R-KILL-7: no watchdog here, so only the signal helper can reclaim the setsid grandchildren.
     with host_process(tmp_path, "--servers", "2", "--grandchildren", "--signals", "--no-watchdog") as host:
