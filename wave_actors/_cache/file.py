@@ -49,7 +49,7 @@ from typing import Any, Final, cast
 
 from wave_actors._cache.model import EMPTY_CACHE, CachedServer, CachedTool, ToolCache
 from wave_actors._config.atomic import exclusive_lock, remove_stale_temporaries, replace_atomically
-from wave_actors._config.sources import default_home
+from wave_actors._config.sources import UnreadableFile, default_home, read_file_bytes
 
 __all__ = ["CACHE_FILE_NAME", "FORMAT", "LOCK_TIMEOUT", "MAX_CACHE_BYTES", "cache_file", "read_cache", "update_cache"]
 
@@ -93,34 +93,11 @@ class _Unusable(Exception):
 def _read_bytes(path: Path) -> bytes | None:
     """The file's bytes, ``None`` when it is missing; never opens anything but a regular file."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _Unusable("not a regular file")
-        descriptor = os.open(path, _OPEN_FLAGS)
+        return read_file_bytes(path, limit=MAX_CACHE_BYTES, what="the tool snapshot cache")
     except FileNotFoundError:
         return None
-    except OSError as error:
-        raise _Unusable(f"cannot be read ({error.strerror or error})") from error
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise _Unusable("not a regular file")
-        if status.st_size > MAX_CACHE_BYTES:
-            raise _Unusable(f"too big ({status.st_size} bytes, more than {MAX_CACHE_BYTES})")
-        chunks: list[bytes] = []
-        remaining = MAX_CACHE_BYTES + 1
-        while remaining > 0:
-            chunk = os.read(descriptor, remaining)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    except OSError as error:
-        raise _Unusable(f"cannot be read ({error.strerror or error})") from error
-    finally:
-        os.close(descriptor)
-    if remaining <= 0:
-        raise _Unusable("too big")
-    return b"".join(chunks)
+    except UnreadableFile as error:
+        raise _Unusable(str(error)) from error
 
 
 def _tool_of(value: object) -> CachedTool | None:

@@ -160,32 +160,35 @@ def _kind_of(mode: int) -> str:
     return "not a file"
 
 
-def _check_regular(status: os.stat_result) -> None:
+def _check_regular(status: os.stat_result, limit: int, what: str) -> None:
     if not stat.S_ISREG(status.st_mode):
         raise UnreadableFile(f"is {_kind_of(status.st_mode)}, not a regular file")
-    if status.st_size > MAX_FILE_BYTES:
-        raise UnreadableFile(_too_big(status.st_size))
+    if status.st_size > limit:
+        raise UnreadableFile(_too_big(status.st_size, limit, what))
 
 
-def _too_big(size: int | None) -> str:
-    limit = f"the {MAX_FILE_BYTES} bytes a configuration file may have"
-    return f"is too big (more than {limit})" if size is None else f"is too big ({size} bytes, more than {limit})"
+def _too_big(size: int | None, limit: int, what: str) -> str:
+    most = f"the {limit} bytes {what} may have"
+    return f"is too big (more than {most})" if size is None else f"is too big ({size} bytes, more than {most})"
 
 
-def read_file_bytes(path: Path) -> bytes:
-    """Read a configuration file that must be a regular file of at most :data:`MAX_FILE_BYTES` (R-CFG-11).
+def read_file_bytes(path: Path, *, limit: int = MAX_FILE_BYTES, what: str = "a configuration file") -> bytes:
+    """Read a file that must be a regular file of at most ``limit`` bytes (R-CFG-11).
 
     Never opens anything but a regular file (or a symlink to one), never
-    blocks on a FIFO and never reads more than ``MAX_FILE_BYTES + 1`` bytes.
+    blocks on a FIFO and never reads more than ``limit + 1`` bytes. The tool
+    snapshot cache reads its file with it too.
 
     :param path: the file.
+    :param limit: the most bytes it may have (default :data:`MAX_FILE_BYTES`).
+    :param what: what the file is, for the "too big" message.
     :returns: its content.
     :raises FileNotFoundError: when there is no such file (often not an error).
     :raises UnreadableFile: when it is something else than a regular file,
         too big, a dangling symlink, or cannot be read.
     """
     try:
-        _check_regular(os.stat(path))
+        _check_regular(os.stat(path), limit, what)
         descriptor = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         if os.path.lexists(path):
@@ -195,9 +198,9 @@ def read_file_bytes(path: Path) -> bytes:
         raise UnreadableFile(f"cannot be read ({error.strerror or error})") from error
     try:
         # Checked again on what was opened: the path may have been swapped since the stat.
-        _check_regular(os.fstat(descriptor))
+        _check_regular(os.fstat(descriptor), limit, what)
         chunks: list[bytes] = []
-        remaining = MAX_FILE_BYTES + 1
+        remaining = limit + 1
         while remaining > 0:
             chunk = os.read(descriptor, remaining)
             if not chunk:
@@ -209,7 +212,7 @@ def read_file_bytes(path: Path) -> bytes:
     finally:
         os.close(descriptor)
     if remaining <= 0:
-        raise UnreadableFile(_too_big(None))  # it grew after the check
+        raise UnreadableFile(_too_big(None, limit, what))  # it grew after the check
     return b"".join(chunks)
 
 
