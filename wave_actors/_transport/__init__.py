@@ -8,6 +8,7 @@ stdio server's process family. Callers: the server actor
 """
 
 from wave_actors._transport.connection import Connection as Connection
-from wave_actors._transport.dial import TransportOptions as TransportOptions, open_connection as open_connection
+from wave_actors._transport.dial import open_connection as open_connection
+from wave_actors._transport.options import TransportOptions as TransportOptions
 from wave_actors._transport.proctree import Graces as Graces
 from wave_actors._transport.stderr import StderrLog as StderrLog

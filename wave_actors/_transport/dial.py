@@ -14,16 +14,13 @@ connection it yields in :mod:`.connection`; what its failures become, in
 
 from __future__ import annotations
 
-import functools
 import importlib
-import importlib.metadata
 import logging
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from wave_actors._config import ServerConfig, TransportType
@@ -31,7 +28,7 @@ from wave_actors._errors import ConfigError
 from wave_actors._transport.answers import ToolListingCheck, checked_streams
 from wave_actors._transport.connection import Connection
 from wave_actors._transport.failures import DialBoundary, dial_error
-from wave_actors._transport.proctree import Graces
+from wave_actors._transport.options import DEFAULT_MAX_MESSAGE_BYTES, TransportOptions, client_implementation
 from wave_actors._transport.progress import ProgressRoutes
 from wave_actors._transport.redaction import install_log_redaction, redact_text
 from wave_actors._transport.remote import heartbeat, open_remote_transport
@@ -43,79 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation", "open_connection"]
 
+
 logger = logging.getLogger(__name__)
-
-
-DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
-
-
-def _client_info(value: tuple[str, str] | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    if (
-        not isinstance(value, tuple)  # pyright: ignore[reportUnnecessaryIsInstance]  # callers are untyped too
-        or len(value) != 2
-        or not all(isinstance(part, str) and part for part in value)  # pyright: ignore[reportUnnecessaryIsInstance]
-    ):
-        raise TypeError(f"client_info must be a (name, version) pair of non-empty strings, not {value!r}")
-    return value
-
-
-def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(f"TransportOptions.{attribute.name} must be a positive number of bytes, not {value!r}")
-
-
-@attrs.frozen
-class TransportOptions:
-    """How transports are opened and closed.
-
-    :param graces: stdio reclamation stage lengths (R-KILL-1, R-KILL-2).
-    :param stderr_lines: lines of a stdio server's stderr kept in memory.
-    :param http_timeout: seconds for HTTP connect, write and pool waits (and
-        for starting a new session when an http server forgot its own).
-    :param ping_interval: seconds between liveness pings on http and sse
-        connections (a dropped HTTP server sends no EOF); ``None`` disables.
-        stdio needs none: a dead process closes its pipes.
-    :param ping_timeout: seconds a ping may take before the connection is
-        declared lost.
-    :param max_message_bytes: the largest message a server may send: one
-        stdio line, one server-sent event over http or sse (64 MiB by
-        default). Over http and sse a larger answer fails its request with a
-        :class:`~wave_actors.ToolCallError` naming this limit, and the
-        connection goes on; a longer stdio line ends the connection.
-    :param close_timeout: seconds closing an http or sse connection may take,
-        and as many again for ending its server-side session first (the
-        ``DELETE`` of streamable HTTP, R-KILL-8).
-    :param client_info: the ``(name, version)`` servers are told in
-        ``initialize`` (``clientInfo``); ``None``: ``("wave-actors", <its version>)``.
-    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
-    :raises ValueError: ``max_message_bytes`` is not a positive integer.
-    """
-
-    graces: Graces = Graces()
-    stderr_lines: int = 200
-    http_timeout: float = 30.0
-    ping_interval: float | None = 10.0
-    ping_timeout: float = 5.0
-    max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=_positive)
-    close_timeout: float = 3.0
-    client_info: tuple[str, str] | None = attrs.field(default=None, converter=_client_info)
-
-
-def client_implementation(options: TransportOptions) -> tuple[str, str]:
-    """The ``(name, version)`` a connection opened with ``options`` announces."""
-    if options.client_info is not None:
-        return options.client_info
-    return "wave-actors", _package_version()
-
-
-@functools.cache
-def _package_version() -> str:
-    try:
-        return importlib.metadata.version("wave-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"  # run from a source tree that was never installed
 
 
 @asynccontextmanager

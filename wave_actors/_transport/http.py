@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp_types import RequestId
 
-    from wave_actors._transport.dial import TransportOptions
+    from wave_actors._transport.options import TransportOptions
 
 __all__ = ["open_http_transport"]
 

@@ -27,7 +27,7 @@ from wave_actors._transport.connection import Connection
 from wave_actors._transport.redaction import redact_text
 
 if TYPE_CHECKING:
-    from wave_actors._transport.dial import TransportOptions
+    from wave_actors._transport.options import TransportOptions
 
 __all__ = ["heartbeat", "open_remote_transport"]
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.shared.message import SessionMessage
 
-    from wave_actors._transport.dial import TransportOptions
+    from wave_actors._transport.options import TransportOptions
 
 __all__ = ["open_sse_transport"]
 
