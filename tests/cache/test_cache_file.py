@@ -253,13 +253,13 @@ def test_two_processes_writing_at_once_lose_no_entry(path: Path) -> None:
 # A writer killed mid-write (R-CACHE-4).
 
 _STUCK_WRITER = """
-import os, sys, time
+import os, signal, sys
 from pathlib import Path
 from wave_actors._cache import CachedServer, CachedTool, update_cache
 
 def stuck(descriptor):
     print("writing", flush=True)  # the temporary file is written, not yet flushed nor renamed
-    time.sleep(60)
+    signal.pause()  # stuck here until the test kills it
 
 os.fsync = stuck
 entry = CachedServer("new", "f", "/projects/alpha", 2.0, (CachedTool("t"),))
@@ -306,6 +306,7 @@ while True:
     index += 1
     entry = CachedServer(f"s{index % 7}", "f", "/projects/alpha", float(index), tools[: index % 100])
     update_cache(Path(sys.argv[1]), workdir="/projects/alpha", configured=[(f"s{i}", "f") for i in range(7)], updates=[entry])
+    print(index, flush=True)
 """
 
 
@@ -316,7 +317,8 @@ def test_a_writer_killed_at_any_moment_leaves_a_whole_file(path: Path) -> None:
         writer = subprocess.Popen([sys.executable, "-c", _BUSY_WRITER, str(path)], stdout=subprocess.PIPE, text=True)
         try:
             assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
-            time.sleep(chance.uniform(0.05, 0.3))  # a random moment of a write loop, not a wait for an event
+            for _ in range(chance.randint(1, 12)):  # a random moment: after some number of whole writes
+                assert writer.stdout.readline()
             writer.send_signal(signal.SIGKILL)
         finally:
             writer.kill()

@@ -373,17 +373,14 @@ def test_import_is_all_or_nothing(store: ConfigStore, project: Path, document: A
 # Concurrency.
 
 _EDITOR = """
-import sys, time
-from pathlib import Path
+import sys
 from wave_actors import ConfigChanged, ConfigStore
 store = ConfigStore(sys.argv[1])
 version = store.read("project").version
 print("ready", flush=True)
-go = Path(sys.argv[2])
-while not go.exists():
-    time.sleep(0.001)
+sys.stdin.readline()  # "go": every editor holds the same version now
 try:
-    store.put(sys.argv[3], {"command": sys.argv[3]}, "project", version)
+    store.put(sys.argv[2], {"command": sys.argv[2]}, "project", version)
 except ConfigChanged:
     print("changed")
 else:
@@ -393,10 +390,10 @@ else:
 
 def test_of_concurrent_editors_exactly_one_wins(project: Path, tmp_path: Path) -> None:
     # R-STORE-4 across processes: all read the same version, all edit at once.
-    go = tmp_path / "go"
     editors = [
         subprocess.Popen(
-            [sys.executable, "-c", _EDITOR, str(project), str(go), f"editor{index}"],
+            [sys.executable, "-c", _EDITOR, str(project), f"editor{index}"],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -405,7 +402,10 @@ def test_of_concurrent_editors_exactly_one_wins(project: Path, tmp_path: Path) -
     try:
         for editor in editors:
             assert editor.stdout is not None and editor.stdout.readline() == "ready\n"
-        go.write_text("")  # every editor holds the same version now
+        for editor in editors:  # every editor holds the same version now: all go at once
+            assert editor.stdin is not None
+            editor.stdin.write("go\n")
+            editor.stdin.flush()
         outcomes = [editor.communicate(timeout=30)[0].strip() for editor in editors]
     finally:
         for editor in editors:
