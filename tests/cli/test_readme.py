@@ -1,4 +1,4 @@
-"""The README's embedding example is real: extract its python block and run it."""
+"""The README's examples are real: each python block runs, and prints what the README says it prints."""
 
 from __future__ import annotations
 
@@ -39,21 +39,23 @@ def test_readme_has_an_embedding_example_using_the_public_api() -> None:
         assert name in example, name
 
 
-def test_readme_example_runs(tmp_path: Path) -> None:
-    example = embedding_example(README.read_text(encoding="utf-8"))
+def run_example(tmp_path: Path, example: str) -> subprocess.CompletedProcess[str]:
+    """Run a README example as a script of its own, with an empty ``~/.wave``: the example's servers only."""
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
-    environment = {**os.environ, "HOME": str(tmp_path)}  # ~/.wave is empty: the example's servers only
-
-    completed = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
-        env=environment,
+        env={**os.environ, "HOME": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=45,
         check=False,
     )
+
+
+def test_readme_example_runs(tmp_path: Path) -> None:
+    completed = run_example(tmp_path, embedding_example(README.read_text(encoding="utf-8")))
 
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
@@ -89,20 +91,20 @@ def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_pat
     [expected] = section_blocks("Presenting tools to a model", "text")
     for name in ("LoadModeResolver", "tool_declarations(mode)", "working_set().render()", "approval_decision"):
         assert name in example, name
-    script = tmp_path / "example.py"
-    script.write_text(example, encoding="utf-8")
-
-    completed = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "HOME": str(tmp_path)},  # ~/.wave is empty: the example's server only
-        capture_output=True,
-        text=True,
-        timeout=45,
-        check=False,
-    )
+    completed = run_example(tmp_path, example)
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == expected
     assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
+    assert completed.stderr == ""
+
+
+def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
+    # R-INS-2: the three-turn example runs and prints exactly what the README shows.
+    [example] = section_blocks("Server instructions in the conversation", "python")
+    [expected] = section_blocks("Server instructions in the conversation", "text")
+    completed = run_example(tmp_path, example)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == expected
     assert completed.stderr == ""
