@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from cli_support import RunCli, write_servers
+from cli_support import RunCli, servers_in_a_clean_interpreter, write_servers
 
 from wave_actors.testing import fault_server_entry
 
@@ -84,19 +82,7 @@ def test_a_workdir_that_is_not_a_directory_is_a_usage_error(run_cli: RunCli, tmp
 
 
 def test_listing_servers_imports_no_mcp_code_and_dials_nothing(workdir: Path, home: Path) -> None:
-    script = (
-        "import sys\n"
-        "from wave_actors._cli import main\n"
-        f"code = main(['servers', '--workdir', {str(workdir)!r}, '--home', {str(home)!r}])\n"
-        "assert code == 0, code\n"
-        "sdk = ('mcp', 'mcp_types', 'httpx', 'anyio')\n"
-        "loaded = sorted(name for name in sys.modules if name.split('.')[0] in sdk)\n"
-        "assert not loaded, loaded\n"
-        "import psutil\n"
-        "assert not psutil.Process().children(), 'a process was spawned'\n"
-    )
-
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False)
+    completed = servers_in_a_clean_interpreter(workdir, home)
 
     assert completed.returncode == 0, completed.stderr
 

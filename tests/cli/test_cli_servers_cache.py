@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from cli_support import RunCli, write_servers
+from cli_support import RunCli, servers_in_a_clean_interpreter, write_servers
 
 from wave_actors.testing import fault_server_entry
 
@@ -49,19 +48,7 @@ def test_a_corrupt_cache_lists_servers_without_cached_tools_and_without_a_word(r
 
 def test_listing_cached_tools_imports_no_mcp_code_and_dials_nothing(run_cli: RunCli, workdir: Path, home: Path) -> None:
     assert run_cli("tools", "echo").returncode == 0
-    script = (
-        "import sys\n"
-        "from wave_actors._cli import main\n"
-        f"code = main(['servers', '--json', '--workdir', {str(workdir)!r}, '--home', {str(home)!r}])\n"
-        "assert code == 0, code\n"
-        "sdk = ('mcp', 'mcp_types', 'httpx', 'anyio')\n"
-        "loaded = sorted(name for name in sys.modules if name.split('.')[0] in sdk)\n"
-        "assert not loaded, loaded\n"
-        "import psutil\n"
-        "assert not psutil.Process().children(), 'a process was spawned'\n"
-    )
-
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False)
+    completed = servers_in_a_clean_interpreter(workdir, home, "--json")
 
     assert completed.returncode == 0, completed.stderr
     assert '"tools_cached": true' in completed.stdout
