@@ -1,4 +1,4 @@
-"""The fault servers a test started, from the process census: shared by the runtime tests and the fault matrix."""
+"""The fault servers a test started, from the process census, and pid reuse on demand: shared by the test folders."""
 
 from __future__ import annotations
 
@@ -26,3 +26,17 @@ def server_processes(marker: str | None = None) -> list[psutil.Process]:
         if str(FAULT_SERVER_PATH) in command and (marker is None or marker in command):
             found.append(process)
     return found
+
+
+def plant_stale_cache_entry(pid: int) -> None:
+    """Make ``psutil.process_iter()``'s cache hold, for ``pid``, a process that had it before.
+
+    What a host that has run long enough for pids to wrap around meets: a
+    cached ``Process`` of a dead process whose pid now names a family member.
+    The stale object answers ``is_running()`` false and refuses ``kill()``.
+    """
+    stale = psutil.Process(pid)
+    stale._ident = (pid, stale._ident[1] - 60.0)  # type: ignore[attr-defined]  # psutil's identity: (pid, start time)
+    psutil._pmap[pid] = stale  # type: ignore[attr-defined]  # process_iter()'s cache
+    assert not stale.is_running()
+    psutil._pids_reused.discard(pid)  # type: ignore[attr-defined]  # as if nobody had looked since the reuse

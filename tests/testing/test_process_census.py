@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_support import plant_stale_cache_entry
 from session_support import connected_session
 
 from wave_actors.testing import (
@@ -73,6 +74,21 @@ def test_a_setsid_grandchild_that_left_the_tree_is_found_by_its_mark() -> None:
     assert kill_processes(marked) == []
     assert not is_alive(grandchild)
     assert leftover_processes(MARK_VARIABLE, mark, settle=5.0) == []
+
+
+def test_a_marked_process_whose_pid_was_reused_is_counted() -> None:
+    # R-KILL-4: the census reads the process table now; psutil's cache of an earlier process
+    # at the same pid (a long test run wraps pids around) hides nothing.
+    mark = uuid.uuid4().hex
+    with fault_server(mark, setsid_grandchild=True) as (server, [grandchild]):
+        for pid in (server.pid, grandchild):
+            plant_stale_cache_entry(pid)
+        assert {process.pid for process in process_census(MARK_VARIABLE, mark, descendants=False)} == {
+            server.pid,
+            grandchild,
+        }
+    assert [process.pid for process in process_census(MARK_VARIABLE, mark, descendants=False)] == [grandchild]
+    assert kill_processes([psutil.Process(grandchild)]) == []
 
 
 def test_only_marked_processes_count_without_descendants() -> None:

@@ -43,14 +43,14 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final
 
 import attrs
 import psutil
 import trio
 
-__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "reclaim"]
+__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "live_processes", "reclaim"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,15 +97,38 @@ class _Row:
     tag: str | None
 
 
+def live_processes() -> Iterator[psutil.Process]:
+    """A fresh :class:`psutil.Process` for every pid in the process table now (blocking).
+
+    Never ``psutil.process_iter()``: it caches one ``Process`` per pid across
+    calls, and when that pid has meanwhile been reused by a new process, the
+    cached object names the dead one: ``is_running()`` is false and ``kill()``
+    refuses, so the newcomer (a family member, in a host that has run long
+    enough for pids to wrap around) would be missed by that scan. (psutil
+    drops such an entry once something trips over it, so the reclaim rounds
+    would find the member a scan later; a census has one scan only.) A fresh
+    object costs one read of ``/proc/PID/stat``, which the cache saves only
+    for pids it has seen before.
+    """
+    for pid in psutil.pids():
+        try:
+            yield psutil.Process(pid)
+        except psutil.Error:
+            continue  # gone since the listing
+
+
 def _scan() -> dict[int, _Row]:
     """Read the process table (blocking: run it in a thread)."""
     rows: dict[int, _Row] = {}
     me = os.getpid()
-    for process in psutil.process_iter(["ppid", "status"]):
+    for process in live_processes():
         try:
-            info = process.info
-            if process.pid == me or info["status"] == psutil.STATUS_ZOMBIE:
+            if process.pid == me:
                 continue
+            with process.oneshot():
+                ppid = process.ppid()
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    continue
             sid: int | None = None
             if sys.platform != "win32":
                 sid = os.getsid(process.pid)
@@ -116,7 +139,7 @@ def _scan() -> dict[int, _Row]:
             tag = process.environ().get(FAMILY_VARIABLE)
         except (psutil.Error, OSError):
             pass  # not ours to read (another user's): still found by parent and session
-        rows[process.pid] = _Row(process, int(info["ppid"]), sid, tag)
+        rows[process.pid] = _Row(process, ppid, sid, tag)
     return rows
 
 

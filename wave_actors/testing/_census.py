@@ -30,6 +30,8 @@ from typing import Final
 
 import psutil
 
+from wave_actors._transport.proctree import live_processes
+
 __all__ = [
     "describe",
     "is_alive",
@@ -98,7 +100,7 @@ def process_census(
     if descendants:
         found.update((process.pid, process) for process in _descendants(me))
     if mark_variable is not None:
-        for process in psutil.process_iter():
+        for process in live_processes():
             if process.pid != me.pid and process.pid not in found and _carries(process, mark_variable, mark):
                 found[process.pid] = process
     return [found[pid] for pid in sorted(found) if is_alive(found[pid])]
