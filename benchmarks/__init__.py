@@ -8,6 +8,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.dial
     python -m benchmarks.host_death
     python -m benchmarks.idle_scale
+    python -m benchmarks.project_scale [--quick] [--sessions N]
     python -m benchmarks.race_storm [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
@@ -31,6 +32,7 @@ SCENARIOS: tuple[str, ...] = (
     "dial",
     "host_death",
     "idle_scale",
+    "project_scale",
     "race_storm",
     "reclaim_latency",
     "reference",
