@@ -46,7 +46,7 @@ from wave_actors._instructions import (
     server_available as server_available,
 )
 from wave_actors._opening import open_session as open_session
-from wave_actors._options import SessionOptions as SessionOptions
+from wave_actors._options import ProjectOptions as ProjectOptions, SessionOptions as SessionOptions
 from wave_actors._parameters import ServerEntries as ServerEntries
 from wave_actors._reconfigure import ReconfigureResult as ReconfigureResult
 from wave_actors._session import Session as Session
@@ -55,6 +55,7 @@ from wave_actors._status import (
     ServerState as ServerState,
     ServerStatus as ServerStatus,
     SessionSnapshot as SessionSnapshot,
+    SharedUse as SharedUse,
     ToolInfo as ToolInfo,
 )
 from wave_actors._surface import fixup_module_metadata as _fixup_module_metadata

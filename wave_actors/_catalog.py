@@ -20,14 +20,14 @@ snapshot never resolves cached tools and declarations never include them
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from wave_actors._actor.machine import ActorState, ServerTool
 from wave_actors._cache import CachedServer, ToolCache
 from wave_actors._config import ServerConfig, ToolOverride
-from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, SharedUse, ToolInfo
 from wave_actors._tools import assign_names, normalize
 
 __all__ = ["build_snapshot", "unknown_tool_hint"]
@@ -39,6 +39,7 @@ def build_snapshot(
     *,
     closed: bool = False,
     cache: ToolCache | None = None,
+    shared: Mapping[str, SharedUse] | None = None,
 ) -> SessionSnapshot:
     """The snapshot of a session's servers at ``version``.
 
@@ -47,11 +48,15 @@ def build_snapshot(
     :param closed: the session is closed: whatever the actors last said,
         nothing is connected any more.
     :param cache: the tool snapshot cache, for servers without a live connection (R-CACHE-2).
+    :param shared: how each server's connection is shared, for a project's servers (R-SCOPE-1).
     """
     ordered = sorted(servers, key=lambda server: server[0].name)
     names = assign_names((config.name, tool.name) for config, state in ordered for tool in state.tools)
     by_pair = {pair: name for name, pair in names.items()}
-    return SessionSnapshot(version, tuple(_status(config, state, by_pair, closed, cache) for config, state in ordered))
+    statuses = (_status(config, state, by_pair, closed, cache) for config, state in ordered)
+    if shared:
+        statuses = (attrs.evolve(status, shared=shared.get(status.name)) for status in statuses)
+    return SessionSnapshot(version, tuple(statuses))
 
 
 _SHOWS_CACHE = frozenset({ServerState.DISCONNECTED, ServerState.DISABLED})

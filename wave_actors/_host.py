@@ -5,6 +5,12 @@ transcript, say), then closes the session: its scope is cancelled and
 ``destroy_session`` returns only once every process it started is gone. A
 hook that fails or overruns is logged and teardown goes on: reclamation can
 never be skipped by an earlier failure (R-KILL-3).
+
+Sessions created with ``ownership="project"`` share one connection per
+server with every other such session of their workdir; those connections
+belong to the host's project scopes (:mod:`wave_actors._project`), which the
+host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
+after configuration edits, in both modes (R-SCOPE-3).
 """
 
 from __future__ import annotations
@@ -14,18 +20,24 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import final
+from typing import Literal, final
 
 import attrs
 import trio
 
-from wave_actors._config import TrustMode
+from wave_actors._cache import cache_file
+from wave_actors._config import Diagnostic, TrustMode
+from wave_actors._config.sources import default_home, resolve_workdir
+from wave_actors._config_watch import ConfigWatcher
 from wave_actors._errors import WaveActorsError
 from wave_actors._lifecycle import SessionLifecycle
 from wave_actors._opening import open_owned_session
-from wave_actors._options import SessionOptions
+from wave_actors._options import ProjectOptions, SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._project import ProjectScopes
+from wave_actors._reconfigure import ReconfigureResult
 from wave_actors._session import Session
+from wave_actors._status import ServerStatus
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._transport import TransportOptions
 from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard
@@ -66,9 +78,11 @@ class Host(metaclass=NoPublicConstructor):
         before_destroy: Sequence[DestroyHook],
         hook_timeout: float,
         guard: OrphanGuard,
+        project: ProjectOptions,
     ) -> None:
         self._nursery = nursery
         self._guard = guard
+        self._scopes = ProjectScopes(nursery=nursery, options=options, project=project, cache_file=cache_file(home))
         self._home = home
         self._options = options
         self._hooks = tuple(before_destroy)
@@ -79,6 +93,7 @@ class Host(metaclass=NoPublicConstructor):
         self._versions = itertools.count(1)  # one sequence for every session's snapshots (R-HOST-2)
         self._closing = False
         self._client_info: tuple[str, str] | None = None
+        self._watcher: ConfigWatcher | None = None
 
     @classmethod
     @asynccontextmanager
@@ -92,6 +107,8 @@ class Host(metaclass=NoPublicConstructor):
         watchdog: bool = True,
         subreaper: bool = False,
         client_info: tuple[str, str] | None = None,
+        project: ProjectOptions = ProjectOptions(),
+        watch_config: bool = False,
     ) -> AsyncGenerator[Host, None]:
         """Run a host for the duration of an ``async with`` block.
 
@@ -107,6 +124,12 @@ class Host(metaclass=NoPublicConstructor):
         :param subreaper: make this process a child subreaper, so orphaned
             members of server families are re-parented to it and collected
             here, never left as zombies (Linux; R-KILL-6).
+        :param project: how the connections of ``ownership="project"``
+            sessions are shared: idle timeout, first-turn ready budget (R-SCOPE).
+        :param watch_config: notice edits to the user file and to the project
+            files of live workdirs (another process's, ``wave-actors remove``)
+            and :meth:`reconcile` their workdirs, once a changed file has held
+            still for a poll (half a second).
         :param client_info: the ``(name, version)`` every server is told in
             ``initialize``, unless a session's options name their own
             (``TransportOptions.client_info``); default ``("wave-actors", <its version>)``.
@@ -121,16 +144,24 @@ class Host(metaclass=NoPublicConstructor):
                 before_destroy=tuple(before_destroy),
                 hook_timeout=hook_timeout,
                 guard=guard,
+                project=project,
             )
             host._client_info = client_info
+            watching = trio.CancelScope()
+            if watch_config:
+                host._watcher = ConfigWatcher(host._home or default_home(), host._workdirs, host.reconcile)
+                nursery.start_soon(host._watch_config, host._watcher, watching)
             try:
                 yield host
             finally:
                 host._closing = True
+                watching.cancel()
                 with trio.CancelScope(shield=True):
                     async with trio.open_nursery() as teardown:
                         for session_id in list(host._sessions):
                             teardown.start_soon(host.destroy_session, session_id)
+                # Last, the shared connections: the nursery's exit waits for their reclamation.
+                host._scopes.close()
 
     async def create_session(
         self,
@@ -141,11 +172,22 @@ class Host(metaclass=NoPublicConstructor):
         trust: TrustMode = "all",
         options: SessionOptions | None = None,
         session_id: str | None = None,
+        ownership: Literal["session", "project"] = "session",
     ) -> Session:
         """Create a session: every configured server is registered, nothing is spawned (R-DIAL-1).
 
         The configuration is read in a worker thread, so a large or slow file
         never stalls the host's other sessions (R-CFG-11).
+
+        With ``ownership="project"`` the session owns no connection: it
+        attaches to its workdir's project scope, where one connection per
+        server is shared by every such session of that workdir and outlives
+        them by the idle timeout (:class:`ProjectOptions`, R-SCOPE-1,
+        R-SCOPE-2). Destroying the session then releases its references and
+        returns at once; the processes are the project's, reclaimed when the
+        idle timer fires, when the configuration drops the server, or when the
+        host closes. See :mod:`wave_actors._project` for every rule, manual
+        disconnect (per project) included.
 
         :param workdir: the project directory (its ``.mcp.json`` is a config source).
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
@@ -153,8 +195,19 @@ class Host(metaclass=NoPublicConstructor):
         :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
         :param options: overrides the host's session options.
         :param session_id: an id of the host's choosing (default: a random one).
+        :param ownership: ``"session"`` (the session owns its connections) or
+            ``"project"`` (it shares its project's).
         :raises WaveActorsError: the host is closing, or the id is taken.
+        :raises ValueError: an unknown ``ownership``, or ``options`` with
+            ``"project"``: shared connections run with the host's options.
         """
+        if ownership not in ("session", "project"):
+            raise ValueError(f"ownership must be 'session' or 'project', not {ownership!r}")
+        if ownership == "project" and options is not None:
+            raise ValueError(
+                "a project-mode session shares its connections, which run with the host's options: "
+                "pass options to Host.open(), not to create_session()"
+            )
         if self._closing:
             raise WaveActorsError("the host is closing; no new sessions")
         if session_id is not None and (session_id in self._sessions or session_id in self._reserved):
@@ -171,17 +224,26 @@ class Host(metaclass=NoPublicConstructor):
         )
         self._reserved.add(parameters.session_id)  # two concurrent creates must not both get it
         try:
-            session: Session = await self._nursery.start(self._run_session, parameters)
+            if self._watcher is not None:
+                await self._watcher.note(parameters.workdir)
+            session: Session = await self._nursery.start(
+                self._run_session, parameters, self._scopes if ownership == "project" else None
+            )
         finally:
             self._reserved.discard(parameters.session_id)
         return session
 
     async def _run_session(
-        self, parameters: SessionParameters, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+        self,
+        parameters: SessionParameters,
+        scopes: ProjectScopes | None,
+        *,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """The session's task: it lives until :meth:`destroy_session` closes the session's scope."""
         refused = False
-        async with open_owned_session(parameters, owner=self, versions=self._versions) as (session, lifecycle):
+        opening = open_owned_session(parameters, owner=self, versions=self._versions, scopes=scopes)
+        async with opening as (session, lifecycle):
             if refused := self._closing:
                 # The host began closing while this session's configuration loaded: its teardown has
                 # listed the sessions to destroy already, so this one closes here, before it is listed.
@@ -207,6 +269,81 @@ class Host(metaclass=NoPublicConstructor):
     def orphan_protection(self) -> OrphanProtection:
         """What keeps this host's server families from outliving the process if it dies without closing (R-KILL-7)."""
         return self._guard.protection()
+
+    def project_servers(self, workdir: Path | str) -> list[ServerStatus]:
+        """Every server the project of ``workdir`` holds a connection (or a registration) for, sorted by name.
+
+        What a settings page shows of a project (R-SCOPE-1): whether each
+        connection is up (``state``) apart from how many sessions use it and,
+        with none, when its idle timer closes it (``shared``). Empty when no
+        project-mode session of that workdir was created, or when everything
+        it held has closed.
+
+        :param workdir: the project directory (resolved here, as the configuration loader does).
+        """
+        scope = self._scopes.get(str(resolve_workdir(workdir)))
+        return scope.servers() if scope is not None else []
+
+    async def reconcile(
+        self, workdir: Path | str, *, plugins: Iterable[tuple[str, ServerEntries]] | None = None
+    ) -> ReconfigureResult:
+        """Apply the configuration on disk to every live session of ``workdir``: the sync point after edits (R-SCOPE-3).
+
+        Call it after writing a configuration file (a
+        :class:`~wave_actors.ConfigStore` edit, a settings page); with
+        ``Host.open(watch_config=True)`` the host calls it itself. Removed
+        servers are retired at once (accepted calls finish within their
+        timeout, new calls are refused) and withdrawn from every session;
+        changed ones reload in place under the same names, so their tools keep
+        their model-visible names; added ones become available,
+        ``disconnected`` until a turn dials them (R-STORE-5).
+
+        For project-mode sessions the project's shared connections follow
+        (once, whatever the number of sessions); each session-mode session
+        of the workdir is reconfigured (a reconfigure it is already running
+        is waited for first; a session being destroyed is left to its destroy).
+
+        :param workdir: the project directory.
+        :param plugins: new ``(plugin_name, entries)`` sources for every live
+            session of the workdir; ``None`` keeps each session's own. A
+            plugin left out (disabled, unloaded) takes its servers away at once,
+            in every session, in both modes.
+        :returns: what changed, over every session of the workdir: the names
+            added, removed and reloaded, and the diagnostics of the new loads.
+        """
+        chosen = tuple(plugins) if plugins is not None else None
+        target = await trio.to_thread.run_sync(resolve_workdir, workdir)
+        sessions = list(self._sessions.values())
+        places = await trio.to_thread.run_sync(lambda: [resolve_workdir(s.workdir) for s, _ in sessions])
+        results: list[ReconfigureResult] = []
+
+        async def reconfigure(session: Session, lifecycle: SessionLifecycle) -> None:
+            while lifecycle.open:
+                if lifecycle.reconfiguring:
+                    await lifecycle.wait_reconfigured()
+                    continue
+                results.append(await session.reconfigure(plugins=chosen))
+                return
+
+        async def reconcile_project() -> None:
+            scope = self._scopes.get(str(target))
+            if scope is not None:
+                results.extend((await scope.reconcile(chosen)).values())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reconcile_project)
+            for (session, lifecycle), place in zip(sessions, places, strict=True):
+                if place == target and session.ownership == "session":
+                    nursery.start_soon(reconfigure, session, lifecycle)
+        return _merged(results)
+
+    def _workdirs(self) -> list[Path]:
+        return [session.workdir for session, _ in self._sessions.values()]
+
+    @staticmethod
+    async def _watch_config(watcher: ConfigWatcher, watching: trio.CancelScope) -> None:
+        with watching:
+            await watcher.run()
 
     def pending_destroys(self) -> list[PendingDestroy]:
         """Destroys waiting for a reconfigure to end: queued, never dropped (R-KILL-5)."""
@@ -274,3 +411,17 @@ class Host(metaclass=NoPublicConstructor):
             logger.warning(
                 "session %s: before_destroy hook %r failed; destroying anyway", session.id, hook, exc_info=True
             )
+
+
+def _merged(results: Iterable[ReconfigureResult]) -> ReconfigureResult:
+    """One result for a workdir: each name once, in sorted order; each diagnostic once."""
+    added: set[str] = set()
+    removed: set[str] = set()
+    changed: set[str] = set()
+    diagnostics: dict[Diagnostic, None] = {}
+    for result in results:
+        added.update(result.added)
+        removed.update(result.removed)
+        changed.update(result.changed)
+        diagnostics.update(dict.fromkeys(result.diagnostics))
+    return ReconfigureResult(tuple(sorted(added)), tuple(sorted(removed)), tuple(sorted(changed)), tuple(diagnostics))

@@ -75,6 +75,11 @@ class SessionLifecycle:
         return self._phase is _Phase.CLOSED
 
     @property
+    def open(self) -> bool:
+        """``OPEN`` or ``RECONFIGURING``: no destroy has begun."""
+        return self._phase in (_Phase.OPEN, _Phase.RECONFIGURING)
+
+    @property
     def reconfiguring(self) -> bool:
         """A reconfigure runs (the phase may already be ``DESTROYING``: a destroy waits for it)."""
         return self._reconfigured is not None

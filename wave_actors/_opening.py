@@ -20,6 +20,7 @@ from wave_actors._config import TrustMode
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
+from wave_actors._project import ProjectScopes
 from wave_actors._session import Session
 
 __all__ = ["open_owned_session", "open_session"]
@@ -27,7 +28,11 @@ __all__ = ["open_owned_session", "open_session"]
 
 @asynccontextmanager
 async def open_owned_session(
-    parameters: SessionParameters, *, owner: SessionOwner | None, versions: Iterator[int]
+    parameters: SessionParameters,
+    *,
+    owner: SessionOwner | None,
+    versions: Iterator[int],
+    scopes: ProjectScopes | None = None,
 ) -> AsyncGenerator[tuple[Session, SessionLifecycle], None]:
     """Load the configuration, open the session's nursery, and yield the session with its lifecycle.
 
@@ -38,9 +43,13 @@ async def open_owned_session(
     :param parameters: what the session is made of.
     :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
     :param versions: the snapshot versions to draw from, shared by every session of a host (R-HOST-2).
+    :param scopes: the host's project scopes, for a session that shares its
+        project's connections (``ownership="project"``, R-SCOPE-1); ``None``:
+        the session owns its connections.
     """
     loaded, tool_cache = await parameters.load_with_tool_cache()
     lifecycle: SessionLifecycle | None = None
+    view = await scopes.view_for(loaded.workdir, tool_cache) if scopes is not None else None
     try:
         async with trio.open_nursery() as nursery:
             lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
@@ -52,12 +61,17 @@ async def open_owned_session(
                 owner=owner,
                 versions=versions,
                 tool_cache=tool_cache,
+                project=view,
             )
             try:
+                if view is not None:
+                    await view.scope.attach(view, loaded)
                 yield session, lifecycle
             finally:
                 lifecycle.close()
     finally:
+        if view is not None:
+            view.detach()  # released by the close already, unless the session was never made
         if lifecycle is not None:
             lifecycle.mark_closed()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import attrs
@@ -11,7 +12,12 @@ from wave_actors._actor.machine import Transition
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
 from wave_actors._transport import TransportOptions
 
-__all__ = ["SessionOptions"]
+__all__ = ["ProjectOptions", "SessionOptions"]
+
+
+def _finite(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a finite number of seconds, not {value!r}")
 
 
 @attrs.frozen
@@ -38,3 +44,24 @@ class SessionOptions:
     seed: int | None = None
     dropped_schema_keywords: frozenset[str] = DEFAULT_DROPPED_KEYWORDS
     transition_observer: Callable[[Transition], None] | None = None
+
+
+@attrs.frozen
+class ProjectOptions:
+    """How a host keeps the connections its projects' sessions share (``ownership="project"``, R-SCOPE).
+
+    :param idle_timeout: seconds a shared connection stays open after the last
+        session using it let go; ``0`` never closes it (until the host closes,
+        or the configuration drops it) (R-SCOPE-2).
+    :param ready_budget: seconds ``prepare_turn`` waits for the project's
+        connections that are still connecting; ``0`` does not wait. Running out
+        never fails the session or the turn: the server shows ``connecting``
+        and its tools come with a later turn (R-SCOPE-4).
+    :param dead_after: a shared connection that has been connected this many
+        seconds with no tool at all counts as dead, like one in ``error``: the
+        next session that attaches rebuilds it.
+    """
+
+    idle_timeout: float = attrs.field(default=300.0, validator=[attrs.validators.ge(0), _finite])
+    ready_budget: float = attrs.field(default=5.0, validator=[attrs.validators.ge(0), _finite])
+    dead_after: float = attrs.field(default=5.0, validator=[attrs.validators.ge(0), _finite])

@@ -19,17 +19,19 @@ the phase. :class:`~wave_actors.Host` is one owner (it implements
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Literal, final
 
 import attrs
 import trio
 from trio_util import AsyncValue
 
 from wave_actors._actor.actor import ServerActor
+from wave_actors._actor.machine import Connect
 from wave_actors._cache import EMPTY_CACHE, SessionToolCache, ToolCache
 from wave_actors._catalog import build_snapshot, unknown_tool_hint
 from wave_actors._config import Diagnostic, LoadedConfig
@@ -44,6 +46,7 @@ from wave_actors._errors import (
 from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._parameters import ServerEntries, SessionParameters
+from wave_actors._project import Plugins, ProjectView
 from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
@@ -87,6 +90,7 @@ class Session(metaclass=NoPublicConstructor):
         owner: SessionOwner | None,
         versions: Iterator[int],
         tool_cache: ToolCache = EMPTY_CACHE,
+        project: ProjectView | None = None,
     ) -> None:
         self._parameters = parameters
         self._nursery = nursery
@@ -94,13 +98,21 @@ class Session(metaclass=NoPublicConstructor):
         self._versions = versions
         self._lifecycle = lifecycle
         lifecycle.on_close(self._on_close)
-        self._actors: dict[str, ServerActor] = {}
+        # Session ownership: the session's own actors, tasks in its nursery. Project ownership: the
+        # project's shared actors, which the scope puts in (and takes out of) the view (R-SCOPE-1).
+        self._project = project
+        self._actors: dict[str, ServerActor] = project.actors if project is not None else {}
         # Every tool name a snapshot ever showed: a call by a known name whose server is down is
         # ServerUnavailable, not UnknownTool (names are a pure function of the pair, R-TOOL-1).
         self._known_tools: dict[str, tuple[str, str]] = {}
         self._diagnostics: tuple[Diagnostic, ...] = ()
         self._version = AsyncValue(next(versions))
         self._snapshot: SessionSnapshot | None = None
+        if project is not None:
+            self._tool_cache = project.scope.tool_cache  # the project's one writer (R-CACHE-1)
+            project.bind(on_change=self._changed, load=self._load_for_project)
+            self._note_diagnostics(loaded)  # the scope attaches the servers (R-SCOPE-1)
+            return
         # Cached tools show for servers without a live connection; each connect and refresh is written back (R-CACHE).
         self._tool_cache = SessionToolCache(
             parameters.tool_cache_file,
@@ -127,6 +139,11 @@ class Session(metaclass=NoPublicConstructor):
         return self._diagnostics
 
     @property
+    def ownership(self) -> Literal["session", "project"]:
+        """``"session"``: the session owns its connections; ``"project"``: it shares its project's (R-SCOPE-1)."""
+        return "session" if self._project is None else "project"
+
+    @property
     def closed(self) -> bool:
         """Whether the session is closed: it refuses commands, and its processes are being (or were) reclaimed."""
         return self._lifecycle.closed
@@ -137,14 +154,31 @@ class Session(metaclass=NoPublicConstructor):
         return self._lifecycle.reconfiguring
 
     def _on_close(self) -> None:
-        for actor in self._actors.values():
-            actor.refuse_commands()
+        if self._project is not None:
+            self._project.detach()  # references released; the connections are the project's (R-SCOPE-2)
+        else:
+            for actor in self._actors.values():
+                actor.refuse_commands()
         self._changed()
 
-    def _register(self, loaded: LoadedConfig) -> None:
+    def _waiting(self) -> contextlib.AbstractContextManager[None]:
+        """Bounds a caller's wait on an actor by the session's life: a shared actor outlives the session."""
+        return self._project.until_detached() if self._project is not None else contextlib.nullcontext()
+
+    def _note_diagnostics(self, loaded: LoadedConfig) -> None:
         self._diagnostics = loaded.diagnostics
         for diagnostic in loaded.diagnostics:
             logger.log(logging.WARNING if diagnostic.severity.value == "error" else logging.INFO, "%s", diagnostic)
+
+    async def _load_for_project(self, plugins: Plugins | None) -> LoadedConfig:
+        if plugins is not None:
+            self._parameters = attrs.evolve(self._parameters, plugins=plugins)
+        loaded = await self._parameters.load()
+        self._note_diagnostics(loaded)
+        return loaded
+
+    def _register(self, loaded: LoadedConfig) -> None:
+        self._note_diagnostics(loaded)
         for name, config in loaded.servers.items():
             if name not in self._actors:
                 self._actors[name] = ServerActor(
@@ -172,8 +206,9 @@ class Session(metaclass=NoPublicConstructor):
         snapshot = self._snapshot
         if snapshot is None or snapshot.version != self._version.value:
             servers = ((actor.config, actor.state) for actor in self._actors.values())
+            shared = self._project.sharing() if self._project is not None and not self.closed else None
             snapshot = self._snapshot = build_snapshot(
-                self._version.value, servers, closed=self.closed, cache=self._tool_cache.cache
+                self._version.value, servers, closed=self.closed, cache=self._tool_cache.cache, shared=shared
             )
             for status in snapshot.servers:
                 for tool in status.tools:
@@ -262,13 +297,45 @@ class Session(metaclass=NoPublicConstructor):
            connected, or still connecting, and never dials them twice. Only
            :meth:`disconnect`, closing the session or the dial timeout end a
            dial.
+
+        In a project-mode session the dials are the project's, and the turn
+        waits at most the ready budget (:attr:`ProjectOptions.ready_budget
+        <wave_actors.ProjectOptions.ready_budget>`, default 5 s) for them and
+        for any other connection of the project that is still connecting; a
+        timeout fails nothing: the server shows ``connecting``, and its tools
+        come with a later turn (R-SCOPE-4).
         """
+        if self._project is not None:
+            await self._prepare_shared_turn(self._project)
+            return
         due = [actor for actor in self._actors.values() if actor.lazy_dial_due()]
         if not due or self.closed:
             return
         async with trio.open_nursery() as nursery:
             for actor in due:
                 nursery.start_soon(functools.partial(actor.connect, explicit=False))
+
+    async def _prepare_shared_turn(self, project: ProjectView) -> None:
+        if self.closed:
+            return
+        waiting: list[ServerActor] = []
+        for actor in self._actors.values():
+            if actor.lazy_dial_due():
+                actor.post(Connect(explicit=False))
+                waiting.append(actor)
+            elif actor.state.state is ServerState.CONNECTING:
+                waiting.append(actor)
+        budget = project.ready_budget
+        if not waiting or budget == 0:
+            return
+
+        def ready(_: int) -> bool:
+            # Posted dials are due until the actor takes them, then connecting until they settle.
+            pending = any(actor.lazy_dial_due() or actor.state.state is ServerState.CONNECTING for actor in waiting)
+            return self.closed or not pending
+
+        with trio.move_on_after(budget):
+            await self._version.wait_value(ready)
 
     async def connect(self, name: str) -> ServerStatus:
         """Dial ``name`` now, whatever the lazy rules say (R-DIAL-5), and wait for the outcome.
@@ -291,7 +358,8 @@ class Session(metaclass=NoPublicConstructor):
         actor = self._actor(name)
         if not actor.config.enabled:
             raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
-        await actor.connect(explicit=True)
+        with self._waiting():
+            await actor.connect(explicit=True)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} closed while server {name!r} was connecting")
         status = self.server(name)
@@ -321,7 +389,8 @@ class Session(metaclass=NoPublicConstructor):
         actor = self._actor(name)
         if not actor.config.enabled:
             raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
-        await actor.reconnect()
+        with self._waiting():
+            await actor.reconnect()
         status = self.server(name)
         if status.state is ServerState.ERROR:
             raise DialError(status.error or f"server {name!r}: reconnect failed")
@@ -339,7 +408,9 @@ class Session(metaclass=NoPublicConstructor):
         :raises ToolTimeout: no complete listing within the dial timeout.
         :raises ToolCallError: the server's listing was malformed.
         """
-        await self._actor(name).refresh_tools()
+        actor = self._actor(name)
+        with self._waiting():
+            await actor.refresh_tools()
         return self.server(name)
 
     async def disconnect(self, name: str) -> ServerStatus:
@@ -350,7 +421,9 @@ class Session(metaclass=NoPublicConstructor):
 
         :raises UnknownServer: no such server.
         """
-        await self._actor(name).disconnect()
+        actor = self._actor(name)
+        with self._waiting():
+            await actor.disconnect()
         return self.server(name)
 
     def _actor(self, name: str) -> ServerActor:
@@ -513,7 +586,12 @@ class Session(metaclass=NoPublicConstructor):
 
     # Reconfiguration and closing.
 
-    async def reconfigure(self, mcp_servers: ServerEntries | None = None) -> ReconfigureResult:
+    async def reconfigure(
+        self,
+        mcp_servers: ServerEntries | None = None,
+        *,
+        plugins: Iterable[tuple[str, ServerEntries]] | None = None,
+    ) -> ReconfigureResult:
         """Re-read the configuration and reconcile the running servers (R-STORE-5).
 
         Removed servers are retired (no new calls; accepted calls finish within
@@ -521,13 +599,26 @@ class Session(metaclass=NoPublicConstructor):
         fingerprint, or ``enabled`` flipped) reload in place under the same
         name; new ones are registered ``disconnected``.
 
+        In a project-mode session this reconciles the whole project
+        (:meth:`Host.reconcile <wave_actors.Host.reconcile>`), this session's
+        new sources included: the connections are shared, so every session of
+        the project follows the new configuration (R-SCOPE-3).
+
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
+        :param plugins: new ``(plugin_name, entries)`` sources; ``None`` keeps the
+            current ones. A plugin left out (disabled, unloaded) takes its
+            servers away at once.
         :raises WaveActorsError: the session is closed, being destroyed, or already reconfiguring.
         """
         self._lifecycle.begin_reconfigure()
         try:
             if mcp_servers is not None:
                 self._parameters = attrs.evolve(self._parameters, constructor=mcp_servers)
+            if plugins is not None:
+                self._parameters = attrs.evolve(self._parameters, plugins=tuple(plugins))
+            if self._project is not None:
+                results = await self._project.scope.reconcile()
+                return results.get(self._project) or ReconfigureResult((), (), (), self._diagnostics)
             loaded = await self._parameters.load()
             plan = plan_reconfigure({name: actor.config for name, actor in self._actors.items()}, loaded.servers)
             try:

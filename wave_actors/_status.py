@@ -16,7 +16,7 @@ import attrs
 from wave_actors._config import ServerConfig, Source, redact_url
 from wave_actors._frozen import empty_mapping, freeze_mapping
 
-__all__ = ["ConnectionInfo", "ServerState", "ServerStatus", "SessionSnapshot", "ToolInfo"]
+__all__ = ["ConnectionInfo", "ServerState", "ServerStatus", "SessionSnapshot", "SharedUse", "ToolInfo"]
 
 
 class ServerState(str, enum.Enum):
@@ -140,6 +140,22 @@ class ConnectionInfo:
 
 
 @attrs.frozen
+class SharedUse:
+    """How a connection shared by a project's sessions is used (R-SCOPE-1, R-SCOPE-2).
+
+    Whether it is connected is the status's ``state``; this says who holds it.
+
+    :param sessions: how many live sessions are attached to it now.
+    :param idle_deadline: with no session attached, the ``trio.current_time()``
+        at which the idle timer closes it; ``None`` while a session is attached,
+        or when the idle timeout is ``0`` (never close).
+    """
+
+    sessions: int
+    idle_deadline: float | None = None
+
+
+@attrs.frozen
 class ServerStatus:
     """A server's status at one moment (R-HOST-1).
 
@@ -172,6 +188,9 @@ class ServerStatus:
         tool its last listing skipped because the MCP SDK rejects it (an input
         schema that is not an object schema, say), naming the tool and why
         (R-TOOL-9). Kept and cleared with the live ``tools``.
+    :param shared: for a session created with ``ownership="project"``, how the
+        project's one connection to this server is shared (R-SCOPE-1);
+        ``None`` for a server the session owns alone.
     """
 
     name: str
@@ -191,6 +210,7 @@ class ServerStatus:
     connection: ConnectionInfo | None = None
     fingerprint: str = ""
     warnings: tuple[str, ...] = ()
+    shared: SharedUse | None = None
 
     @property
     def tool_count(self) -> int:

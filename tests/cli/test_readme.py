@@ -17,7 +17,7 @@ def python_blocks(text: str) -> list[str]:
 
 def embedding_example(text: str) -> str:
     """The multi-session embedding example; other sections have examples of their own, run by their tests."""
-    [example] = [block for block in python_blocks(text) if "Host.open" in block]
+    [example] = [block for block in python_blocks(text) if "Host.open" in block and "open_session" in block]
     return example
 
 
@@ -103,6 +103,19 @@ def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: P
     # R-INS-2: the three-turn example runs and prints exactly what the README shows.
     [example] = section_blocks("Server instructions in the conversation", "python")
     [expected] = section_blocks("Server instructions in the conversation", "text")
+    completed = run_example(tmp_path, example)
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == expected
+    assert completed.stderr == ""
+
+
+def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path: Path) -> None:
+    # R-SCOPE-1, R-SCOPE-2: the example runs and prints exactly what the README shows.
+    [example] = section_blocks("One server process per project", "python")
+    [expected] = section_blocks("One server process per project", "text")
+    for name in ('ownership="project"', "ProjectOptions", "reconcile", "project_servers"):
+        assert name in example, name
     completed = run_example(tmp_path, example)
 
     assert completed.returncode == 0, completed.stderr

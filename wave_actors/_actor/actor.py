@@ -192,9 +192,23 @@ class ServerActor:
 
     async def reload(self, config: ServerConfig) -> None:
         """Take a changed entry; a running server is re-dialed with it, under the same name."""
+        done = trio.Event()
+        self.reload_soon(config, done)
+        await done.wait()
+
+    def reload_soon(self, config: ServerConfig, done: trio.Event | None = None) -> None:
+        """Take a changed entry now, and post its reload without waiting for the re-dial (a project's attach)."""
         self._config = config
         self._on_change()  # a snapshot showing the new entry gets a version of its own
-        await self._command(Reload(enabled=config.enabled))
+        self._post(Reload(enabled=config.enabled), done)
+
+    def post(self, command: Connect | Reconnect) -> None:
+        """Post a dial without waiting for its outcome: its waiters are whoever waits on the state.
+
+        For a project's shared connections, which outlive the call that
+        started them (R-SCOPE-4): a turn waits on the snapshot, within its budget.
+        """
+        self._post(command)
 
     def refuse_commands(self) -> None:
         """Release every caller now, and refuse every command from now on: the session is closing.

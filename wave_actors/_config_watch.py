@@ -1,0 +1,113 @@
+"""Noticing edits to the configuration files of a host's live workdirs (``Host.open(watch_config=True)``).
+
+Another process edits ``<workdir>/.mcp.json`` or ``<home>/mcp.json`` (a
+settings page, ``wave-actors remove``, a text editor): the host should follow
+without being told. :func:`watch_config_files` polls each file's identity
+(modification time, size, inode) from a worker thread (:class:`ConfigWatcher`),
+and calls back once a file changed and then held still for a whole poll, so an editor that writes in
+several steps causes one reconcile, not several. A user file change concerns
+every live workdir. Polling, not inotify: it needs nothing beyond the standard
+library, works on every platform and network file system, and costs two
+``stat`` calls per workdir per interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Final, final
+
+import trio
+
+from wave_actors._config.sources import project_file, resolve_workdir, user_file
+
+__all__ = ["POLL_INTERVAL", "ConfigWatcher"]
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL: Final = 0.5
+"""Seconds between two looks at the files; a change is acted on after one look that saw it hold still."""
+
+_Identity = tuple[int, int, int] | None  # (mtime_ns, size, inode), or None for a missing file
+
+
+def _identity(path: Path) -> _Identity:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return (status.st_mtime_ns, status.st_size, status.st_ino)
+
+
+def _look(home: Path, workdirs: Iterable[Path]) -> dict[str, tuple[_Identity, _Identity]]:
+    """Each workdir (resolved) with the identities of its project file and of the user file (blocking)."""
+    user = _identity(user_file(home))
+    seen: dict[str, tuple[_Identity, _Identity]] = {}
+    for workdir in workdirs:
+        try:
+            resolved = resolve_workdir(workdir)
+        except OSError:
+            continue
+        seen[str(resolved)] = (_identity(project_file(resolved)), user)
+    return seen
+
+
+@final
+class ConfigWatcher:
+    """Calls ``on_change(workdir)`` after the configuration of a live workdir changed on disk.
+
+    :param home: the directory of the user file.
+    :param workdirs: the host's live workdirs, asked at every look.
+    :param on_change: the reconcile; a failure is logged and watching goes on.
+    :param interval: seconds between looks.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        workdirs: Callable[[], Iterable[Path]],
+        on_change: Callable[[Path], Awaitable[object]],
+        *,
+        interval: float = POLL_INTERVAL,
+    ) -> None:
+        self._home = home
+        self._workdirs = workdirs
+        self._on_change = on_change
+        self._interval = interval
+        self._last: dict[str, tuple[_Identity, _Identity]] = {}
+        self._noted: set[str] = set()
+
+    async def note(self, workdir: Path) -> None:
+        """Take the files' identities of a workdir about to load its configuration, unless watched already.
+
+        Taken before the load, so an edit made between the load and the next
+        look is caught; an edit between this and the load costs a reconcile
+        that changes nothing.
+        """
+        seen = await trio.to_thread.run_sync(_look, self._home, [workdir])
+        for resolved, identity in seen.items():
+            if resolved not in self._last:
+                self._last[resolved] = identity
+                self._noted.add(resolved)
+
+    async def run(self) -> None:
+        """Watch until cancelled."""
+        moving: set[str] = set()  # changed at the last look: acted on once a look sees them still
+        while True:
+            await trio.sleep(self._interval)
+            current = list(self._workdirs())
+            seen = await trio.to_thread.run_sync(_look, self._home, current, abandon_on_cancel=True)
+            last = self._last
+            settled = [workdir for workdir in moving if workdir in seen and seen[workdir] == last.get(workdir)]
+            moving = {workdir for workdir, identity in seen.items() if workdir in last and identity != last[workdir]}
+            # Forget workdirs no longer live, except those noted for a session still being made.
+            self._last = {**{workdir: last[workdir] for workdir in self._noted if workdir in last}, **seen}
+            self._noted.difference_update(seen)
+            for workdir in settled:
+                logger.info("configuration of %s changed on disk; reconciling", workdir)
+                try:
+                    await self._on_change(Path(workdir))
+                except Exception:
+                    logger.warning("reconciling %s after a configuration change failed", workdir, exc_info=True)
