@@ -34,7 +34,7 @@ from wave_actors._lifecycle import SessionLifecycle
 from wave_actors._opening import open_owned_session
 from wave_actors._options import ProjectOptions, SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
-from wave_actors._project import ProjectScopes
+from wave_actors._projects import ProjectScopes
 from wave_actors._reconfigure import ReconfigureResult
 from wave_actors._session import Session
 from wave_actors._status import ServerStatus

@@ -20,7 +20,7 @@ from wave_actors._config import TrustMode
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
-from wave_actors._project import ProjectScopes
+from wave_actors._projects import ProjectScopes
 from wave_actors._session import Session
 
 __all__ = ["open_owned_session", "open_session"]
