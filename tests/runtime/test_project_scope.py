@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,7 +34,7 @@ from wave_actors import (
     SharedUse,
     UnknownTool,
 )
-from wave_actors.testing import fault_server_entry
+from wave_actors.testing import fault_server_entry, process_census
 
 LIMIT = 10.0
 
@@ -147,10 +148,9 @@ async def test_the_idle_timer_closes_the_process_and_the_next_session_dials_afre
         (pid,) = pids("idle-real")
         await host.destroy_session(session.id)
         assert pids("idle-real") == {pid}  # ending the session did not close it
-        with trio.fail_after(LIMIT):
-            while host.project_servers(tmp_path):
+        with trio.fail_after(LIMIT):  # the timer fires, the server is forgotten, then its process is reclaimed
+            while host.project_servers(tmp_path) or pids("idle-real"):
                 await trio.sleep(0.02)
-        assert pids("idle-real") == set()
         again = await host.create_session(tmp_path, {"s": entry}, ownership="project")
         assert again.server("s").state is ServerState.DISCONNECTED  # forgotten: dialed lazily again
         await again.prepare_turn()
@@ -307,6 +307,53 @@ async def test_a_dead_shared_connection_is_rebuilt_on_the_next_attach(tmp_path: 
         await second.prepare_turn()
         for session in (first, second):
             await wait_for(session, lambda s: s.server("gate").state is ServerState.CONNECTED)
+
+
+NO_TOOL_SERVER = "no_tool_server.py"
+
+
+def no_tool_server_entry(tmp_path: Path) -> dict[str, object]:
+    """A stdio MCP server that answers the handshake and lists no tool at all, until end of file."""
+    script = tmp_path / NO_TOOL_SERVER
+    script.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    message = json.loads(line)\n"
+        "    if 'id' not in message:\n"
+        "        continue\n"
+        "    if message['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': message['params']['protocolVersion'], 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 'empty', 'version': '1'}}\n"
+        "    else:\n"
+        "        result = {'tools': []}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': message['id'], 'result': result}), flush=True)\n"
+    )
+    return {"command": sys.executable, "args": ["-I", "-S", str(script)]}
+
+
+def no_tool_servers() -> list[int]:
+    return [process.pid for process in process_census() if NO_TOOL_SERVER in " ".join(process.cmdline())]
+
+
+async def test_a_connection_with_no_tool_past_the_threshold_is_rebuilt_on_the_next_attach(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-2: connected with zero tools for longer than dead_after counts as dead.
+    entry = no_tool_server_entry(tmp_path)
+    async with project_host(tmp_path, options, ProjectOptions(dead_after=0)) as host:
+        first = await host.create_session(tmp_path, {"empty": entry}, ownership="project")
+        await first.prepare_turn()
+        status = first.server("empty")
+        assert status.state is ServerState.CONNECTED and status.tools == () and status.generation == 1
+        (old,) = no_tool_servers()
+        second = await host.create_session(tmp_path, {"empty": entry}, ownership="project")
+        await second.prepare_turn()
+        rebuilt = await wait_for(
+            first, lambda s: s.server("empty").generation == 2 and s.server("empty").state is ServerState.CONNECTED
+        )
+        assert rebuilt.server("empty").shared == SharedUse(2)
+        (new,) = no_tool_servers()
+        assert new != old
 
 
 async def test_a_crash_moves_every_attached_session_to_reconnecting_together(
