@@ -10,6 +10,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.idle_scale
     python -m benchmarks.project_scale [--quick] [--sessions N]
     python -m benchmarks.race_storm [--duration SECONDS]
+    python -m benchmarks.race_storm_project [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
     python -m benchmarks.working_set
@@ -34,6 +35,7 @@ SCENARIOS: tuple[str, ...] = (
     "idle_scale",
     "project_scale",
     "race_storm",
+    "race_storm_project",
     "reclaim_latency",
     "reference",
     "working_set",

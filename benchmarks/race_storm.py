@@ -33,6 +33,45 @@ Afterwards no process of the run may be left: descendants and anything
 carrying this run's environment mark (``setsid`` grandchildren re-parent to
 init but keep it), and the library's family tag
 (:data:`wave_actors.testing.FAMILY_VARIABLE`) is reported for each leftover.
+
+Ownership (``--ownership``). With ``session`` (the default, described above)
+every session owns its connections, all in one workdir. With ``project``
+the slots are spread over ``--workdirs`` temporary workdirs (default one per
+four sessions) and create ``ownership="project"`` sessions, which share one
+connection per (workdir, server) (:mod:`wave_actors._project`):
+
+- A workdir's servers are its ``.mcp.json``, which every session of it loads,
+  so every slot of a workdir configures the same entries by name; names are
+  unique over the storm (``w<workdir>s<n>``), and so are the markers
+  (``storm-<workdir>-<name>``): (a) becomes "never two live processes for one
+  (workdir, server)". A fifth of the sessions also configure the workdir's
+  optional server ``w<workdir>x`` (a constructor entry), so that its last
+  reference often goes and comes back: idle closes (``--idle-timeout``, short)
+  race with new attaches.
+- reconfigure edits the workdir's ``.mcp.json`` (add a server, half the time
+  one removed earlier, whose new connection must wait for the old one's end;
+  remove one; or change one, which keeps its marker) and reconciles the
+  project, through ``session.reconfigure()`` or ``host.reconcile(workdir)``,
+  half each; or it draws the session's optional server again
+  (``session.reconfigure(entries)``). Every session of the workdir follows.
+- (b) is unchanged: shared actors run with the host's options, so the
+  observer sees every transition.
+- (c) is per project, as manual disconnect is: once a disconnect of a
+  workdir's server has returned, every snapshot of *every* session of that
+  workdir must show it ``disconnected``, until a connect or disconnect of it is
+  issued by any slot of the workdir, or its connection is retired (an idle
+  close, or a reconcile that removed it: the observer's ``Retire``), after
+  which the name is a new server. A reload (a changed entry, on reconcile or
+  on attach) keeps a manual disconnect, and a destroy only releases
+  references, so neither ends one: the checker is stricter than in session
+  mode, where a reconfigure may put a new actor under the same name.
+- After the storm every session is gone, and the idle timers must close every
+  shared connection (``Host.project_servers`` empty) before the host closes;
+  then no process may be left, as above.
+
+With ``mixed``, half of each workdir's slots own their sessions' connections
+instead; they load no project entry (``trust="approved"``, nothing approved),
+so their markers stay per session, and ``host.reconcile`` reaches them too.
 """
 
 from __future__ import annotations
@@ -42,6 +81,7 @@ import json
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -61,18 +101,43 @@ from supervisors import Backoff, RestartIntensity
 from wave_actors import (
     Graces,
     Host,
+    ProjectOptions,
     ServerState,
+    ServerStatus,
     ServerUnavailable,
     Session,
     SessionOptions,
     Transition,
     TransportOptions,
+    TrustMode,
     WaveActorsError,
 )
 from wave_actors.testing import FAMILY_VARIABLE, FAULT_SERVER_PATH, fault_server_entry, kill_processes
 
 NAME = "race_storm"
 MARKER_PREFIX = "storm-"
+OWNERSHIPS = ("session", "project", "mixed")
+EXTRA_SHARE = 0.2
+"""How often a project-mode session configures its workdir's optional server: seldom enough that its last
+reference often goes (an idle timer starts) and comes back (an attach, maybe while it closes)."""
+IDLE_DRAIN_GRACE = 30.0
+"""Seconds beyond the idle timeout allowed for the project connections to close once every session is gone."""
+PROJECT_SERVER = re.compile(r"w(\d+)(?:s\d+|x)")
+"""A project server's name: ``w<workdir>s<n>`` (from ``.mcp.json``) or ``w<workdir>x`` (the optional one)."""
+PROJECT_EVENTS = (
+    ("unused for", "idle closes (idle timer fired)"),
+    ("changed on disk", "reloads on attach (entry changed)"),
+    ("is dead", "rebuilds on attach (dead connection)"),
+)
+"""Library log messages of :mod:`wave_actors._project` counted as project events."""
+
+
+def ownership_choice(value: str) -> str:
+    """``--ownership``: one of :data:`OWNERSHIPS`."""
+    if value not in OWNERSHIPS:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(OWNERSHIPS)}, not {value!r}")
+    return value
+
 
 OPTIONS = (
     Option("duration", float, 60.0, 5.0, "seconds of storm"),
@@ -80,6 +145,15 @@ OPTIONS = (
     Option("workers", int, 3, 3, "concurrent tasks issuing operations on each session"),
     Option("sample_interval", float, 0.02, 0.02, "seconds between process samples"),
     Option("graces", str, "", "", "reclamation graces eof,term,kill in seconds (default: the library's Graces())"),
+    Option(
+        "ownership",
+        ownership_choice,
+        "session",
+        "session",
+        "session, project (a workdir's slots share its connections) or mixed (half of each per workdir)",
+    ),
+    Option("workdirs", int, 0, 0, "workdirs with --ownership project or mixed (0: one per 4 sessions)"),
+    Option("idle_timeout", float, 0.2, 0.2, "seconds a shared connection stays open unused (ProjectOptions)"),
 )
 
 WEIGHTS: Mapping[str, int] = {
@@ -130,6 +204,10 @@ class Ledger:
     most_per_actor: int = 0
     log_records: Counter[str] = attrs.field(factory=Counter[str])
     log_examples: dict[str, list[str]] = attrs.field(factory=dict[str, list[str]])
+    project_events: Counter[str] = attrs.field(factory=Counter[str])
+    storm_project_events: Counter[str] = attrs.field(factory=Counter[str])
+    reconfigures: Counter[str] = attrs.field(factory=Counter[str])
+    most_shared: int = 0
 
     def violate(self, invariant: str, detail: str) -> None:
         self.violation_counts[invariant] += 1
@@ -140,10 +218,14 @@ class Ledger:
 # (b) and the pure form of (c): every state machine transition, watched.
 
 
-def _transition_checker(ledger: Ledger) -> Callable[[Transition], None]:
+def _transition_checker(ledger: Ledger, retired: Callable[[str], None] | None = None) -> Callable[[Transition], None]:
+    """The observer: checks (b) and the pure form of (c); tells ``retired`` of every ``Retire`` handled."""
+
     def observe(transition: Transition) -> None:
         try:
             _check_transition(ledger, transition)
+            if retired is not None and transition.message == "Retire":
+                retired(transition.server)
         except Exception as error:  # never let the checker break the actor
             ledger.violate("checker", repr(error))
 
@@ -224,20 +306,133 @@ def _fold_sample(ledger: Ledger, sample: dict[str, Any]) -> None:
 
 
 @attrs.define(eq=False)
+class Holds:
+    """The manual disconnects in force for one owner of connections: a session, or a project.
+
+    ``epochs`` counts, per server, what may end a disconnect: a command issued
+    for it, or (in a project) the retirement of its connection. A disconnect
+    holds from its return if its server's epoch did not move meanwhile.
+    """
+
+    epochs: Counter[str] = attrs.field(factory=Counter[str])
+    held: set[str] = attrs.field(factory=set[str])
+
+    def end(self, *names: str) -> None:
+        """Something that may end a disconnect in force for these servers is issued (or happened)."""
+        for name in names:
+            self.epochs[name] += 1
+            self.held.discard(name)
+
+
+@attrs.define(eq=False)
+class Project:
+    """One workdir of project-mode slots: its ``.mcp.json`` and the disconnects in force on its connections.
+
+    Every slot of the workdir configures the same servers by name (the file),
+    so their sessions share one connection per server; each session may also
+    configure the optional server :attr:`extra` (a constructor entry, the same
+    for every session).
+    """
+
+    index: int
+    workdir: Path
+    rng: random.Random
+    entries: dict[str, dict[str, object]] = attrs.field(factory=dict[str, dict[str, object]])
+    next_server: int = 0
+    removed: list[str] = attrs.field(factory=list[str])
+    holds: Holds = attrs.field(factory=Holds)
+    extra_entry: dict[str, object] = attrs.field(factory=dict[str, object])
+
+    @classmethod
+    def make(cls, index: int, workdir: Path, rng: random.Random) -> Project:
+        workdir.mkdir()
+        project = cls(index, workdir, rng)
+        project.extra_entry = project.new_entry(project.extra)
+        entries: dict[str, dict[str, object]] = {}
+        for _ in range(rng.choice([2, 3])):
+            name = project.new_name()
+            entries[name] = project.new_entry(name)
+        project.write(entries)
+        return project
+
+    @property
+    def extra(self) -> str:
+        """The optional server's name."""
+        return f"w{self.index}x"
+
+    def new_name(self) -> str:
+        """A server name never used in this workdir."""
+        self.next_server += 1
+        return f"w{self.index}s{self.next_server - 1}"
+
+    def names(self) -> list[str]:
+        """The servers a slot of this workdir may operate on (configured in its session or not)."""
+        return [*self.entries, self.extra]
+
+    def new_entry(self, name: str) -> dict[str, object]:
+        """An entry for ``name``: its marker is the (workdir, server)'s, whatever else is drawn."""
+        rng = self.rng
+        return fault_server_entry(
+            instructions=f"{MARKER_PREFIX}{self.index}-{name}",
+            init_delay=rng.choice([None, None, 0.02, 0.1]),
+            grandchild=rng.random() < 0.3,
+            setsid_grandchild=rng.random() < 0.2,
+        )
+
+    def write(self, entries: dict[str, dict[str, object]]) -> None:
+        """Replace ``.mcp.json`` at once (readers see the old file or the new one), without a checkpoint."""
+        self.entries = entries
+        path = self.workdir / ".mcp.json"
+        temporary = path.with_name(".mcp.json.new")
+        temporary.write_text(json.dumps({"mcpServers": entries}))
+        os.replace(temporary, path)
+
+
+def _retired_in(projects: list[Project]) -> Callable[[str], None]:
+    """For the observer: a project server's connection was retired; the name is a new server from now on."""
+
+    def retired(name: str) -> None:
+        if match := PROJECT_SERVER.fullmatch(name):
+            projects[int(match[1])].holds.end(name)
+
+    return retired
+
+
+@attrs.define(eq=False)
 class Slot:
-    """One session's life: its entries, commands issued per server, disconnects in force."""
+    """One session's life: its entries, commands issued per server, disconnects in force.
+
+    A project-mode slot (``project`` set) keeps no entries of its own (they
+    are the project's) and shares the project's :class:`Holds`.
+    """
 
     index: int
     host: Host
     ledger: Ledger
     rng: random.Random
+    workdir: Path
+    project: Project | None = None
+    trust: TrustMode = "all"
     generation: int = 0
     session: Session | None = None
     entries: dict[str, dict[str, object]] = attrs.field(factory=dict[str, dict[str, object]])
     next_server: int = 0
-    epochs: Counter[str] = attrs.field(factory=Counter[str])
-    holds: set[str] = attrs.field(factory=set[str])
+    own: Holds = attrs.field(factory=Holds)
+    with_extra: bool = False
     finished: bool = False
+
+    @property
+    def holds(self) -> Holds:
+        """The disconnects in force that this slot's session must show: its own, or its project's."""
+        return self.project.holds if self.project is not None else self.own
+
+    def names(self) -> list[str]:
+        return self.project.names() if self.project is not None else list(self.entries)
+
+    def constructor(self) -> dict[str, dict[str, object]]:
+        """A project-mode session's constructor entries: the optional server, or nothing."""
+        assert self.project is not None
+        return {self.project.extra: self.project.extra_entry} if self.with_extra else {}
 
     def new_entry(self, session_id: str, name: str) -> dict[str, object]:
         rng = self.rng
@@ -253,19 +448,22 @@ class Slot:
         self.next_server += 1
         self.entries[name] = self.new_entry(session_id, name)
 
-    def issue(self, *names: str) -> None:
-        """A command for these servers is being posted: any disconnect in force for them ends."""
-        for name in names:
-            self.epochs[name] += 1
-            self.holds.discard(name)
-
     def check(self, session: Session, why: str) -> None:
         snapshot = session.snapshot()
+        held = self.holds.held
         for status in snapshot.servers:
-            if status.name in self.holds and status.state is not ServerState.DISCONNECTED:
-                self.ledger.violate(
-                    "c", f"session {session.id} server {status.name} is {status.state.value} after a disconnect ({why})"
-                )
+            if status.shared is not None:
+                self.ledger.most_shared = max(self.ledger.most_shared, status.shared.sessions)
+            if status.name in held and status.state is not ServerState.DISCONNECTED:
+                self.ledger.violate("c", self._undone(session, status, why))
+
+    def _undone(self, session: Session, status: ServerStatus, why: str) -> str:
+        if self.project is None:
+            return f"session {session.id} server {status.name} is {status.state.value} after a disconnect ({why})"
+        return (
+            f"project {self.project.index} server {status.name} is {status.state.value} in session {session.id} "
+            f"after a disconnect ({why})"
+        )
 
 
 async def _watch(slot: Slot, session: Session) -> None:
@@ -278,7 +476,7 @@ async def _operate(slot: Slot, session: Session, deadline: float) -> None:
     kinds, weights = list(WEIGHTS), list(WEIGHTS.values())
     while not session.closed and not slot.finished and trio.current_time() < deadline:
         kind = rng.choices(kinds, weights)[0]
-        names = list(slot.entries)
+        names = slot.names()
         name = rng.choice(names) if names else "s0"
         try:
             await _one(slot, session, kind, name)
@@ -307,14 +505,15 @@ async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
             else:
                 await session.call_tool(f"mcp__{name}__echo", {"text": "storm"})
         case "connect":
-            slot.issue(name)
+            slot.holds.end(name)
             await session.connect(name)
         case "disconnect":
-            slot.issue(name)
-            epoch = slot.epochs[name]
+            holds = slot.holds
+            holds.end(name)
+            epoch = holds.epochs[name]
             await session.disconnect(name)
-            if slot.epochs[name] == epoch and not session.closed:
-                slot.holds.add(name)
+            if holds.epochs[name] == epoch and not session.closed:
+                holds.held.add(name)
                 slot.check(session, "disconnect returned")
         case "crash":
             connected = session.server(name).state is ServerState.CONNECTED
@@ -324,6 +523,8 @@ async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
                 if connected:
                     slot.ledger.crashes += 1
                 raise
+        case "reconfigure" if slot.project is not None:
+            await _reconfigure_project(slot, slot.project, session, name)
         case "reconfigure":
             entries = dict(slot.entries)
             change = rng.choice(["add", "remove", "change"])
@@ -335,29 +536,74 @@ async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
                 del entries[name]
             else:
                 entries[name] = slot.new_entry(session_id, name)  # same marker: the same actor, reloaded
-            slot.issue(*slot.entries, *entries)
+            slot.holds.end(*slot.entries, *entries)
             await session.reconfigure(entries)
             if len(entries) > len(slot.entries):
                 slot.next_server += 1
             slot.entries = entries
         case "destroy":
             slot.finished = True
-            slot.issue(*slot.entries)
+            if slot.project is None:
+                slot.holds.end(*slot.entries)  # a project's disconnects outlive the session: it releases references
             await slot.host.destroy_session(session.id)
         case _:
             raise AssertionError(kind)
 
 
-async def _run_slot(slot: Slot, workers: int, workdir: Path, deadline: float) -> None:
-    while trio.current_time() < deadline:
-        slot.generation += 1
-        session_id = f"{slot.index}x{slot.generation}"
-        slot.entries, slot.next_server, slot.finished = {}, 0, False
-        slot.epochs.clear()
-        slot.holds.clear()
+async def _reconfigure_project(slot: Slot, project: Project, session: Session, name: str) -> None:
+    """Edit the workdir's ``.mcp.json`` and reconcile the project, or draw the session's optional server again.
+
+    No hold ends here: a reload keeps a manual disconnect, and a retired
+    connection ends its holds through the observer's ``Retire``.
+    """
+    rng = slot.rng
+    change = rng.choice(["add", "remove", "change", "extra"])
+    if change == "extra":
+        slot.with_extra = rng.random() < EXTRA_SHARE  # drawn again (maybe unchanged), so the share stays
+        slot.ledger.reconfigures["session.reconfigure(entries): optional server drawn again"] += 1
+        await session.reconfigure(slot.constructor())
+        return
+    entries = dict(project.entries)
+    if name not in entries:
+        name = rng.choice(list(entries))
+    if (change == "add" and len(entries) < 4) or len(entries) <= 1:
+        # Half the time a removed name comes back: its new connection must wait for the old one's end.
+        removed = [old for old in project.removed if old not in entries]
+        new_name = rng.choice(removed) if removed and rng.random() < 0.5 else project.new_name()
+        entries[new_name] = project.new_entry(new_name)
+    elif change == "remove":
+        del entries[name]
+        if name not in project.removed:
+            project.removed.append(name)
+    else:
+        entries[name] = project.new_entry(name)  # same marker: the same (workdir, server), reloaded
+    project.write(entries)
+    if rng.random() < 0.5:
+        slot.ledger.reconfigures[".mcp.json edited, then session.reconfigure()"] += 1
+        await session.reconfigure()
+    else:
+        slot.ledger.reconfigures[".mcp.json edited, then host.reconcile(workdir)"] += 1
+        await slot.host.reconcile(project.workdir)
+
+
+async def _create(slot: Slot, session_id: str) -> Session:
+    slot.finished = False
+    if slot.project is None:
+        slot.entries, slot.next_server = {}, 0
+        slot.own = Holds()
         for _ in range(slot.rng.choice([2, 2, 3])):
             slot.add_server(session_id)
-        session = await slot.host.create_session(workdir, dict(slot.entries), session_id=session_id)
+        return await slot.host.create_session(slot.workdir, dict(slot.entries), session_id=session_id, trust=slot.trust)
+    slot.with_extra = slot.rng.random() < EXTRA_SHARE
+    return await slot.host.create_session(
+        slot.project.workdir, slot.constructor(), session_id=session_id, ownership="project"
+    )
+
+
+async def _run_slot(slot: Slot, workers: int, deadline: float) -> None:
+    while trio.current_time() < deadline:
+        slot.generation += 1
+        session = await _create(slot, f"{slot.index}x{slot.generation}")
         slot.ledger.sessions_created += 1
         slot.ledger.operations["create"] += 1
         slot.ledger.outcomes[("create", "ok")] += 1
@@ -366,7 +612,8 @@ async def _run_slot(slot: Slot, workers: int, workdir: Path, deadline: float) ->
             async with trio.open_nursery() as operators:
                 for _ in range(workers):
                     operators.start_soon(_operate, slot, session, deadline)
-            slot.issue(*slot.entries)
+            if slot.project is None:
+                slot.holds.end(*slot.entries)
             await slot.host.destroy_session(session.id)
 
 
@@ -384,6 +631,10 @@ class _CountingHandler(logging.Handler):
             message += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
         if len(examples) < 3 and message not in examples:
             examples.append(message)
+        if record.name == "wave_actors._project":
+            for needle, event in PROJECT_EVENTS:
+                if needle in message:
+                    self._ledger.project_events[event] += 1
 
 
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
@@ -396,9 +647,11 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     library_logger.propagate = False  # counted and summarized instead of printed
     rng = random.Random(arguments.seed)
     stop_sampling = trio.Event()
+    drained: Drained | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
             workdir = Path(directory)
+            projects = _projects(arguments, workdir, rng)
             async with trio.open_nursery() as background:
                 background.start_soon(_sample_processes, ledger, arguments.sample_interval, stop_sampling)
 
@@ -415,14 +668,23 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
 
                 background.start_soon(report)
                 storm_started = time.monotonic()
-                options = storm_options(graces, _transition_checker(ledger))
-                async with Host.open(home=workdir / "home", options=options) as host:
+                options = storm_options(
+                    graces, _transition_checker(ledger, _retired_in(projects) if projects else None)
+                )
+                project = ProjectOptions(idle_timeout=arguments.idle_timeout)
+                async with Host.open(home=workdir / "home", options=options, project=project) as host:
                     deadline = trio.current_time() + arguments.duration
                     async with trio.open_nursery() as nursery:
                         for index in range(arguments.sessions):
-                            slot = Slot(index, host, ledger, random.Random(rng.random()))
-                            nursery.start_soon(_run_slot, slot, arguments.workers, workdir, deadline)
+                            slot = _slot(
+                                index, host, ledger, random.Random(rng.random()), workdir, projects, arguments.ownership
+                            )
+                            nursery.start_soon(_run_slot, slot, arguments.workers, deadline)
                     storm_seconds = time.monotonic() - storm_started
+                    if projects:
+                        ledger.storm_project_events = Counter(ledger.project_events)
+                        progress.update("teardown", "waiting for the idle timers to close the shared connections")
+                        drained = await _drain(host, projects, arguments.idle_timeout)
                     progress.update("teardown", "closing the host")
                     sessions_left, pending = len(host.sessions()), len(host.pending_destroys())
                 stop_sampling.set()
@@ -436,7 +698,59 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     tagged = sum(1 for process in left if FAMILY_VARIABLE in _environ(process))
     if left:
         kill_processes(left)
-    return _outcome(arguments, ledger, storm_seconds, len(left), left_kinds, tagged, sessions_left, pending)
+    return _outcome(arguments, ledger, storm_seconds, len(left), left_kinds, tagged, sessions_left, pending, drained)
+
+
+def _projects(arguments: argparse.Namespace, directory: Path, rng: random.Random) -> list[Project]:
+    """The workdirs of project-mode (and mixed) storms, each with its ``.mcp.json``; none in session mode."""
+    if arguments.ownership == "session":
+        return []
+    count = arguments.workdirs or max(1, arguments.sessions // 4)
+    return [Project.make(index, directory / f"project-{index}", random.Random(rng.random())) for index in range(count)]
+
+
+def _slot(
+    index: int,
+    host: Host,
+    ledger: Ledger,
+    rng: random.Random,
+    directory: Path,
+    projects: list[Project],
+    ownership: str,
+) -> Slot:
+    """Slot ``index``: in the one workdir (session mode), or in workdir ``index % workdirs``.
+
+    With mixed ownership, every other round of slots over the workdirs owns its
+    sessions' connections, so each workdir has slots of both kinds.
+    """
+    if not projects:
+        return Slot(index, host, ledger, rng, directory)
+    project = projects[index % len(projects)]
+    if ownership == "mixed" and index // len(projects) % 2 == 1:
+        return Slot(index, host, ledger, rng, project.workdir, trust="approved")
+    return Slot(index, host, ledger, rng, project.workdir, project=project)
+
+
+@attrs.frozen
+class Drained:
+    """How the shared connections ended once every session was gone."""
+
+    workdirs: int
+    left: int
+    seconds: float
+
+
+async def _drain(host: Host, projects: list[Project], idle_timeout: float) -> Drained:
+    """Wait (bounded) until the idle timers closed every project's connections: no session is left to hold one."""
+    started = time.monotonic()
+
+    def left() -> int:
+        return sum(len(host.project_servers(project.workdir)) for project in projects)
+
+    with trio.move_on_after(idle_timeout + IDLE_DRAIN_GRACE):
+        while left():
+            await trio.sleep(0.01)  # no event says "this project is empty": look again shortly
+    return Drained(len(projects), left(), time.monotonic() - started)
 
 
 def _environ(process: Any) -> dict[str, str]:
@@ -455,14 +769,17 @@ def _outcome(
     tagged: int,
     sessions_left: int,
     pending: int,
+    drained: Drained | None = None,
 ) -> Outcome:
     total = sum(ledger.operations.values())
     outcome = Outcome()
-    summary = Table(
-        f"race_storm: {arguments.sessions} sessions x {arguments.workers} tasks, {storm_seconds:.1f} s "
-        f"(seed {arguments.seed}, graces {arguments.graces or 'default'})",
-        ["metric", "value"],
-    )
+    scenario = "race_storm" if drained is None else f"race_storm ({arguments.ownership} ownership)"
+    sizes = f"{arguments.sessions} sessions x {arguments.workers} tasks"
+    settings = f"seed {arguments.seed}, graces {arguments.graces or 'default'}"
+    if drained is not None:
+        sizes = f"{arguments.sessions} sessions in {drained.workdirs} workdirs x {arguments.workers} tasks"
+        settings += f", idle timeout {arguments.idle_timeout:g} s"
+    summary = Table(f"{scenario}: {sizes}, {storm_seconds:.1f} s ({settings})", ["metric", "value"])
     summary.add("operations", total)
     summary.add("operations/s", total / storm_seconds)
     summary.add("sessions created", ledger.sessions_created)
@@ -474,6 +791,12 @@ def _outcome(
     summary.add("median ms between process samples", median(ledger.sample_seconds) * 1000)
     summary.add("most live servers in one sample", ledger.most_servers_alive)
     summary.add("most live servers for one actor", ledger.most_per_actor)
+    if drained is not None:
+        summary.add("most sessions sharing one connection", ledger.most_shared)
+        for _, event in PROJECT_EVENTS:
+            summary.add(f"{event} during the storm", ledger.storm_project_events[event])
+        for way, count in sorted(ledger.reconfigures.items()):
+            summary.add(f"reconfigures: {way}", count)
     for invariant, label in (
         ("a", "(a) >1 live transport per actor"),
         ("b", "(b) state change from a stale generation"),
@@ -484,11 +807,14 @@ def _outcome(
         summary.add(f"violations {label}", ledger.violation_counts[invariant])
     summary.add("processes left after the storm", left)
     summary.add("sessions left / pending destroys", f"{sessions_left} / {pending}")
+    if drained is not None:
+        summary.add("shared connections left after the idle timeout", drained.left)
+        summary.add("seconds until the idle timers closed them", drained.seconds)
     if left:
         summary.notes.append(f"left: {left_kinds}; {tagged} carry {FAMILY_VARIABLE} (all killed)")
     outcome.tables.append(summary)
 
-    by_operation = Table("race_storm: outcomes by operation", ["operation", "count", "ok", "errors by type"])
+    by_operation = Table(f"{scenario}: outcomes by operation", ["operation", "count", "ok", "errors by type"])
     for kind in ["create", *WEIGHTS]:
         errors = {
             outcome_name: count
@@ -499,7 +825,7 @@ def _outcome(
         by_operation.add(kind, ledger.operations[kind], ledger.outcomes[(kind, "ok")], shown or "-")
     outcome.tables.append(by_operation)
     if ledger.violations:
-        details = Table("race_storm: first violations", ["invariant", "at s", "detail"])
+        details = Table(f"{scenario}: first violations", ["invariant", "at s", "detail"])
         for violation in ledger.violations[:20]:
             details.add(violation.invariant, violation.at, violation.detail[:200])
         outcome.tables.append(details)
@@ -511,6 +837,10 @@ def _outcome(
         at_most("storm unexpected errors", float(ledger.violation_counts["unexpected error"]), 0, invariant=True),
         at_most("processes left after the storm", float(left), 0, invariant=True),
     ]
+    if drained is not None:
+        outcome.headlines.append(
+            at_most("shared connections left after the idle timeout", float(drained.left), 0, invariant=True)
+        )
     outcome.data = {
         "storm_seconds": storm_seconds,
         "operations": dict(ledger.operations),
@@ -531,8 +861,19 @@ def _outcome(
         "library_log_records": dict(ledger.log_records),
         "library_log_examples": ledger.log_examples,
     }
+    if drained is not None:
+        outcome.data.update(
+            ownership=arguments.ownership,
+            workdirs=drained.workdirs,
+            most_sessions_sharing_one_connection=ledger.most_shared,
+            project_events=dict(ledger.project_events),
+            project_events_during_the_storm=dict(ledger.storm_project_events),
+            reconfigures=dict(ledger.reconfigures),
+            shared_left_after_idle_timeout=drained.left,
+            idle_drain_seconds=drained.seconds,
+        )
     if ledger.log_records:
-        logs = Table("race_storm: library log records (INFO and above)", ["level logger", "count", "example"])
+        logs = Table(f"{scenario}: library log records (INFO and above)", ["level logger", "count", "example"])
         for key, count in ledger.log_records.most_common():
             logs.add(key, count, ledger.log_examples.get(key, [""])[0][:110])
         outcome.tables.append(logs)
