@@ -70,7 +70,9 @@ class ProjectScopes:
             scope = self._scopes.get(workdir)
             if scope is not None and not scope.closing:
                 return scope
-            pending = self._starting.get(workdir) or self._ended.get(workdir)
+            pending = self._starting.get(workdir)
+            if pending is None:
+                pending = self._ended.get(workdir)
             if pending is not None:
                 await pending.wait()  # a scope that is ending finishes first: never two connections to one server
                 continue

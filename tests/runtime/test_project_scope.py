@@ -479,3 +479,20 @@ async def test_bad_ownership_and_options_are_refused_clearly(tmp_path: Path, opt
     for bad in (-1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="idle_timeout"):
             ProjectOptions(idle_timeout=bad)
+
+
+async def test_concurrent_first_sessions_of_a_project_share_one_scope(tmp_path: Path, options: SessionOptions) -> None:
+    # R-SCOPE-5: sessions created at once, before the project's scope exists, still get one connection.
+    entry = fault_server_entry(instructions="first-rush")
+    async with project_host(tmp_path, options) as host:
+        sessions: list[Session] = []
+
+        async def create() -> None:
+            sessions.append(await host.create_session(tmp_path, {"s": entry}, ownership="project"))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(12):
+                nursery.start_soon(create)
+        await sessions[0].prepare_turn()
+        assert {session.server("s").shared for session in sessions} == {SharedUse(12)}
+        assert len(pids("first-rush")) == 1
