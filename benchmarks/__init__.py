@@ -5,6 +5,7 @@ eight minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a
 smoke run well under a minute). Each scenario also runs alone::
 
     python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
+    python -m benchmarks.connected_scale [--quick] [--servers N] [--runs N]
     python -m benchmarks.dial
     python -m benchmarks.host_death
     python -m benchmarks.idle_scale
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 SCENARIOS: tuple[str, ...] = (
     "call_overhead",
+    "connected_scale",
     "dial",
     "host_death",
     "idle_scale",

@@ -71,6 +71,8 @@ __all__ = ["ServerActor"]
 logger = logging.getLogger(__name__)
 
 _TRANSPORT = "transport"
+# The jitter of every actor without a seed: unpredictable either way, and a Random is 2.5 KiB.
+_UNSEEDED = Random()
 
 
 class ServerActor:
@@ -264,7 +266,7 @@ class ServerActor:
             async with Supervisor.open(
                 intensity=self._options.reconnect_intensity,
                 backoff=self._options.reconnect_backoff,
-                random=Random(self._options.seed),
+                random=_UNSEEDED if self._options.seed is None else Random(self._options.seed),
                 on_event=self._on_supervisor_event,
             ) as supervisor:
                 self._supervisor = supervisor

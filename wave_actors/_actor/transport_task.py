@@ -92,14 +92,11 @@ async def run_transport(
     :param options: transport settings.
     :param report: receives every message, synchronously; must not block.
     """
-    refresh_send, refresh_receive = trio.open_memory_channel[None](1)
+    refresh = _RefreshDue()
 
     def on_notification(notification: mcp_types.ServerNotification) -> None:
         if getattr(notification, "method", None) == "notifications/tools/list_changed":
-            try:
-                refresh_send.send_nowait(None)  # coalesces a storm into one refresh
-            except trio.WouldBlock:
-                pass
+            refresh.request()
 
     up = False
     dial_scope = trio.CancelScope(deadline=trio.current_time() + dial_timeout)
@@ -112,7 +109,7 @@ async def run_transport(
                 info = connection.initialize_result.server_info
                 purpose = info.description or info.title or None
                 report(Up(generation, tools, connection.instructions, time.time(), connection, warnings, purpose))
-                why = await _serve(connection, generation, refresh_receive, dial_timeout, report)
+                why = await _serve(connection, generation, refresh, dial_timeout, report)
                 reason = f"server {config.name!r}: connection lost: {why}"
                 report(Lost(generation, reason))
                 raise ConnectionLost(reason)
@@ -136,30 +133,56 @@ async def run_transport(
         raise ConnectionLost(reason)
 
 
+class _RefreshDue:
+    """Whether the server said its tools changed since the last listing; wakes the serving task.
+
+    A flag, not a queue: a storm of notifications coalesces into one refresh.
+    """
+
+    __slots__ = ("_due", "_waiting")
+
+    def __init__(self) -> None:
+        self._due = False
+        self._waiting: trio.CancelScope | None = None
+
+    def request(self) -> None:
+        self._due = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def wait_or_lost(self, connection: Connection) -> str | None:
+        """Wait for a refresh request (``None``) or the loss of ``connection`` (why it was lost)."""
+        if not self._due:
+            with trio.CancelScope() as waiting:
+                self._waiting = waiting
+                try:
+                    return await connection.wait_lost()
+                finally:
+                    self._waiting = None
+        self._due = False
+        return None
+
+
 async def _serve(
     connection: Connection,
     generation: int,
-    refresh: trio.MemoryReceiveChannel[None],
+    refresh: _RefreshDue,
     refresh_timeout: float,
     report: Callable[[Message], None],
 ) -> str:
-    """Keep the tool list fresh until the connection is lost; return why it was (R-RACE-7)."""
+    """Keep the tool list fresh until the connection is lost; return why it was (R-RACE-7).
 
-    async def refresher() -> None:
-        async for _ in refresh:
-            listed: tuple[tuple[ServerTool, ...], tuple[str, ...]] | None = None
-            with trio.move_on_after(refresh_timeout):
-                try:
-                    listed = await list_server_tools(connection)
-                except ServerUnavailable:
-                    return  # the loss is reported by wait_lost
-                except WaveActorsError as error:
-                    logger.warning("server %r: refreshing tools failed: %s", connection.server, error)
-            if listed is not None:
-                report(ToolsListed(generation, *listed))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(refresher)
-        reason = await connection.wait_lost()
-        nursery.cancel_scope.cancel()
-    return reason
+    In the transport's own task: a refresh needs no task of its own.
+    """
+    while (lost := await refresh.wait_or_lost(connection)) is None:
+        listed: tuple[tuple[ServerTool, ...], tuple[str, ...]] | None = None
+        with trio.move_on_after(refresh_timeout):
+            try:
+                listed = await list_server_tools(connection)
+            except ServerUnavailable:
+                continue  # the loss is reported by wait_lost
+            except WaveActorsError as error:
+                logger.warning("server %r: refreshing tools failed: %s", connection.server, error)
+        if listed is not None:
+            report(ToolsListed(generation, *listed))
+    return lost

@@ -1,0 +1,137 @@
+"""The stdio transport's pipes without tasks of their own, on every platform's path.
+
+The server's stdout is read in the task that asks for the next message, and
+each message is written in the sender's own task. On Linux one epoll watches
+stdout, stderr and the process's exit; elsewhere two helper tasks watch
+stderr and the exit. Each behaviour here runs both ways (``pipes``).
+
+R-CFG-9, R-RACE-5, R-TOOL-4, R-TOOL-5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from session_support import connected_session
+
+from wave_actors import DialError, ServerConfig, ServerState, ServerUnavailable, Source
+from wave_actors._transport import Graces, TransportOptions, open_connection, stdio as stdio_module
+from wave_actors.testing import count_tasks, fault_server_entry
+
+FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
+
+
+def config_for(entry: dict[str, Any]) -> ServerConfig:
+    return ServerConfig(
+        name="fault",
+        source=Source.CONSTRUCTOR,
+        origin="constructor",
+        type="stdio",
+        command=entry["command"],
+        args=tuple(entry["args"]),
+    )
+
+
+def entry(**flags: Any) -> dict[str, Any]:
+    return fault_server_entry(**flags)
+
+
+@pytest.fixture(params=["epoll", "helper tasks"])
+def pipes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Both ways of watching a server's pipes and exit: one epoll (Linux), or helper tasks."""
+    if request.param == "epoll" and not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+        pytest.skip("no epoll or pidfd here")
+    if request.param == "helper tasks":
+        monkeypatch.setattr(stdio_module, "_MULTIPLEXED", False)
+    yield request.param
+
+
+async def test_calls_concurrent_and_sequential(pipes: str) -> None:
+    async with open_connection(config_for(entry()), options=FAST) as connection:
+        for index in range(20):
+            result = await connection.call_tool("echo", {"text": f"call {index}"}, timeout=5)
+            assert result.content[0].text == f"call {index}"  # type: ignore[union-attr]
+        answers: dict[int, str] = {}
+
+        async def call(index: int) -> None:
+            result = await connection.call_tool("echo", {"text": f"concurrent {index}"}, timeout=5)
+            answers[index] = result.content[0].text  # type: ignore[union-attr]
+
+        async with trio.open_nursery() as nursery:
+            for index in range(50):
+                nursery.start_soon(call, index)
+        assert answers == {index: f"concurrent {index}" for index in range(50)}
+
+
+async def test_exit_on_start_reports_code_and_stderr(pipes: str) -> None:
+    with pytest.raises(DialError) as caught, trio.fail_after(10):
+        async with open_connection(config_for(entry(exit_on_start=7)), options=FAST):
+            pass
+    assert "code 7" in str(caught.value)
+    assert "stderr" in str(caught.value)
+
+
+async def test_crash_is_reported_with_its_code(pipes: str) -> None:
+    async with open_connection(config_for(entry()), options=FAST) as connection:
+        with pytest.raises(ServerUnavailable):
+            await connection.call_tool("crash", {"code": 5}, timeout=5)
+        with trio.fail_after(2):
+            assert "code 5" in await connection.wait_lost()
+
+
+async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> None:
+    config = config_for(entry(grandchild=True, grandchild_inherit_stdio=True))
+    async with open_connection(config, options=FAST) as connection:
+        with pytest.raises(ServerUnavailable):
+            await connection.call_tool("crash", {"code": 9}, timeout=5)
+        with trio.fail_after(3):
+            assert "code 9" in await connection.wait_lost()
+
+
+async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
+    options = TransportOptions(graces=FAST.graces, stderr_lines=20)
+    with trio.fail_after(20):
+        async with open_connection(config_for(entry(stderr_flood=2_000_000)), options=options) as connection:
+            result = await connection.call_tool("echo", {"text": "ok"}, timeout=10)
+            assert not result.is_error
+            assert connection.stderr is not None
+            assert 0 < len(connection.stderr.lines()) <= 20
+
+
+async def test_a_large_answer_and_a_large_argument_arrive_whole(pipes: str) -> None:
+    async with open_connection(config_for(entry(huge_response=2_000_000)), options=FAST) as connection:
+        result = await connection.call_tool("echo", {"text": "x" * 3_000_000}, timeout=20)
+        assert len(result.content[0].text) == 2_000_000  # type: ignore[union-attr]
+
+
+async def test_a_sender_cancelled_mid_message_leaves_the_stream_whole(pipes: str, tmp_path: Path) -> None:
+    # A message larger than the pipe is finished by the transport, so a cancelled
+    # sender never leaves half a line that would garble the next message.
+    log = tmp_path / "calls.jsonl"
+    async with open_connection(config_for(entry(call_log=log)), options=FAST) as connection:
+        for size in (1_000_000, 4_000_000):
+            with trio.move_on_after(0.001):
+                await connection.call_tool("echo", {"text": "y" * size}, timeout=20)
+            with trio.fail_after(20):
+                result = await connection.call_tool("echo", {"text": f"after {size}"}, timeout=20)
+            assert result.content[0].text == f"after {size}"  # type: ignore[union-attr]
+        assert not connection.lost
+
+
+async def test_a_connected_stdio_server_costs_at_most_four_tasks(tmp_path: Path) -> None:
+    # Structure, not speed: the mailbox loop, the supervisor's children, the
+    # transport, and the SDK's receive loop (which reads the pipes itself).
+    if not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+        pytest.skip("without epoll, stderr and the exit take a task each")
+    servers = {f"s{index}": fault_server_entry() for index in range(6)}
+    async with connected_session(tmp_path, {"first": fault_server_entry()}) as session:
+        before = count_tasks()
+        await session.reconfigure(mcp_servers={"first": fault_server_entry(), **servers})
+        await session.prepare_turn()
+        assert all(status.state is ServerState.CONNECTED for status in session.servers())
+        await session.call_tool("mcp__s0__echo", {"text": "hello"})
+        assert count_tasks() - before <= 4 * len(servers)
