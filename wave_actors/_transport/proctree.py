@@ -3,16 +3,23 @@
 A stdio MCP server is rarely one process: ``npx`` starts node, node starts
 workers, a Python launcher starts the real interpreter. Closing the pipes of
 the first one is not enough; its children survive and re-parent to init the
-moment it dies. So the family is *snapshotted before any signal*, and found by
-three independent marks, any one of which suffices:
+moment it dies. A family is found by three independent marks, any one of
+which suffices:
 
-- descendants of the server's pid (``psutil`` children, recursive);
+- descendants of the server's pid, and of every other member;
 - members of the server's session: servers are started with
   ``start_new_session=True``, so every descendant that did not call
   ``setsid`` shares the server's session id, even after re-parenting;
 - on Linux, processes whose environment carries the server's
   :data:`FAMILY_VARIABLE` tag: a ``setsid`` or double-forked grandchild
   escapes the first two but still inherits the environment.
+
+Only the first mark is lost when the server dies, so before any signal (and
+before stdin closes) the server's subtree is walked; on Linux that reads
+``/proc/PID/task/TID/children`` of the members only, a few files however
+many processes the machine runs. The other two marks survive re-parenting:
+after each stage a scan of the whole process table finds every member alive
+by any mark, including those that forked meanwhile.
 
 In subreaper mode (``Host.open(subreaper=True)``, R-KILL-6) orphaned members
 are re-parented to the host itself; they are found the same way, and once
@@ -25,11 +32,16 @@ skip reclamation nor be held by it for longer than the graces add up to; and
 whatever happens inside, every member ever found is sent SIGKILL before
 ``reclaim`` returns, so no family is abandoned unsignalled.
 
-Finding a family means reading the whole process table (``/proc``). When many
-sessions close at once, every reclaim asks for it several times; a
-:class:`_ProcessTable` per trio run shares one scan among all the reclaims
-that asked while it was pending, so closing N sessions costs a few scans, not
-3N scans of a table that grows with N.
+A scan reads ``/proc/PID/stat`` of every process (pid, parent, session,
+start time) with plain descriptors, and ``/proc/PID/environ`` only of a
+process it has not seen before: the tags read are kept by pid and start
+time, a process's identity. A server that exits on stdin EOF therefore costs
+the walk, its own exit and one scan: a few milliseconds. When many sessions
+close at once, a :class:`_ProcessTable` per trio run shares one scan among
+all the reclaims that asked while it was pending, so closing N sessions
+costs a few scans, not 3N scans of a table that grows with N. A scan runs in
+the trio thread while it takes under 2 ms (less than waking a worker thread),
+in a worker thread otherwise.
 
 Callers: the stdio transport (:mod:`.stdio`) tags and reclaims its server;
 :class:`Graces` is part of the public options (``wave_actors.TransportOptions``);
@@ -42,6 +54,7 @@ import logging
 import os
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final
@@ -50,6 +63,8 @@ import attrs
 import psutil
 import trio
 
+from wave_actors._watchdog.linux import ProcessStat
+
 __all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "live_processes", "reclaim"]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +72,9 @@ logger = logging.getLogger(__name__)
 FAMILY_VARIABLE: Final = "WAVE_ACTORS_FAMILY"
 """Environment variable that tags every process a stdio server starts."""
 
+_FIRST_POLL_INTERVAL: Final = 0.001
+# A scan of the process table that took less than this runs in the trio thread the next time.
+_INLINE_SCAN: Final = 0.002
 _POLL_INTERVAL: Final = 0.01
 _ROUNDS: Final = 3
 
@@ -89,9 +107,14 @@ def family_tag() -> str:
 
 @attrs.frozen
 class _Row:
-    """One live process as one scan saw it."""
+    """One live process as one scan saw it.
 
-    process: psutil.Process
+    :param start: when it started, in the platform's own unit (clock ticks
+        since boot on Linux): with the pid, it names one process for good.
+    """
+
+    pid: int
+    start: float
     ppid: int
     sid: int | None
     tag: str | None
@@ -117,8 +140,108 @@ def live_processes() -> Iterator[psutil.Process]:
             continue  # gone since the listing
 
 
-def _scan() -> dict[int, _Row]:
-    """Read the process table (blocking: run it in a thread)."""
+_PROC: Final = "/proc"
+_LINUX: Final = sys.platform.startswith("linux")
+_TICKS: Final = os.sysconf("SC_CLK_TCK") if _LINUX else 100
+# A process's tag is read once, unless it was younger than this when read: a
+# fork that has not yet exec'd still shows its parent's environment.
+_SETTLED_TICKS: Final = _TICKS
+# ``/proc/PID/task/TID/children`` exists when the kernel was built with CONFIG_PROC_CHILDREN (most are).
+_CHILDREN_FILES: Final = _LINUX and os.path.exists(f"{_PROC}/self/task/{os.getpid()}/children")
+
+
+def _read(path: str, *, whole: bool = False) -> bytes | None:
+    """A file of ``/proc``, or ``None`` if it cannot be read (the process is gone, or not ours).
+
+    Plain descriptors: a scan reads hundreds of these, and a file object costs more than the read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+        if whole and data:
+            chunks = [data]
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+        return data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_stat(pid: int) -> ProcessStat | None:
+    """``/proc/PID/stat`` of a live process, or ``None`` when it is gone (Linux).
+
+    :func:`wave_actors._watchdog.linux.read_stat` with a plain descriptor: a
+    scan reads one per process, and a file object costs a third of the scan.
+    """
+    data = _read(f"{_PROC}/{pid}/stat")
+    if data is None:
+        return None
+    # The command name may hold spaces and parentheses: the fields start after the last ')'.
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return ProcessStat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _read_tag(pid: int) -> str | None:
+    """The process's :data:`FAMILY_VARIABLE`, or ``None`` (unset, or not ours to read) (Linux)."""
+    environ = _read(f"{_PROC}/{pid}/environ", whole=True)
+    if environ is None:
+        return None  # not ours to read (another user's): still found by parent and session
+    data = b"\0" + environ
+    key = b"\0" + FAMILY_VARIABLE.encode() + b"="
+    found = data.find(key)
+    if found < 0:
+        return None
+    return data[found + len(key) :].split(b"\0", 1)[0].decode(errors="replace")
+
+
+def _boot_ticks() -> int:
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS)
+
+
+def _scan_linux(tags: dict[tuple[int, int], str | None]) -> dict[int, _Row]:
+    """Read the process table from ``/proc`` (blocking).
+
+    One read of ``/proc/PID/stat`` per process; ``/proc/PID/environ`` only for
+    a process not seen before (``tags`` remembers, by pid and start time, what
+    earlier scans read, and keeps only the processes alive now).
+    """
+    rows: dict[int, _Row] = {}
+    seen: dict[tuple[int, int], str | None] = {}
+    me = os.getpid()
+    now = _boot_ticks()
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me:
+            continue
+        stat = _read_stat(pid)
+        if stat is None or stat.state in ("Z", "X"):
+            continue  # gone, or a zombie: nothing left to signal
+        key = (pid, stat.start)
+        if key in tags:
+            tag = seen[key] = tags[key]
+        else:
+            tag = _read_tag(pid)
+            if now - stat.start >= _SETTLED_TICKS:
+                seen[key] = tag  # a younger one is read again next time
+        rows[pid] = _Row(pid, stat.start, stat.ppid, stat.sid, tag)
+    tags.clear()
+    tags.update(seen)
+    return rows
+
+
+def _scan_psutil() -> dict[int, _Row]:  # pragma: no cover - the table of platforms without /proc
+    """Read the process table through psutil (blocking)."""
     rows: dict[int, _Row] = {}
     me = os.getpid()
     for process in live_processes():
@@ -129,6 +252,7 @@ def _scan() -> dict[int, _Row]:
                 ppid = process.ppid()
                 if process.status() == psutil.STATUS_ZOMBIE:
                     continue
+                start = process.create_time()
             sid: int | None = None
             if sys.platform != "win32":
                 sid = os.getsid(process.pid)
@@ -139,20 +263,36 @@ def _scan() -> dict[int, _Row]:
             tag = process.environ().get(FAMILY_VARIABLE)
         except (psutil.Error, OSError):
             pass  # not ours to read (another user's): still found by parent and session
-        rows[process.pid] = _Row(process, ppid, sid, tag)
+        rows[process.pid] = _Row(process.pid, start, ppid, sid, tag)
     return rows
 
 
-def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[psutil.Process]:
+def _open(pid: int, start: float) -> psutil.Process | None:
+    """A :class:`psutil.Process` for the process a scan saw, or ``None`` if its pid now names another (blocking).
+
+    psutil checks the start time before every signal, so the object never hits
+    a recycled pid; checking it once here ties the object to the scanned process.
+    """
+    try:
+        process = psutil.Process(pid)
+        if _LINUX:
+            stat = _read_stat(pid)
+            return process if stat is not None and stat.start == start else None
+        return process if process.create_time() == start else None  # pragma: no cover - no /proc
+    except psutil.Error:
+        return None
+
+
+def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[_Row]:
     """The family rooted at ``pid`` in one scan: marked members and all their descendants."""
     found = {
-        row.process.pid: row.process
+        row.pid: row
         for row in table.values()
-        if row.process.pid == pid or row.sid == pid or (tag is not None and row.tag == tag)
+        if row.pid == pid or row.sid == pid or (tag is not None and row.tag == tag)
     }
-    children: dict[int, list[psutil.Process]] = {}
+    children: dict[int, list[_Row]] = {}
     for row in table.values():
-        children.setdefault(row.ppid, []).append(row.process)
+        children.setdefault(row.ppid, []).append(row)
     stack = [pid, *found]
     while stack:
         for child in children.get(stack.pop(), ()):
@@ -160,6 +300,31 @@ def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[psu
                 found[child.pid] = child
                 stack.append(child.pid)
     return list(found.values())
+
+
+def _descendants_linux(pid: int) -> list[tuple[int, int]]:
+    """``pid`` and its descendants as ``(pid, start)``, from ``/proc/PID/task/TID/children`` (blocking).
+
+    Costs a few reads per member, whatever the size of the process table. A
+    child is listed under the thread that forked it, so every thread is read.
+    """
+    found: dict[int, int] = {}
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        stat = _read_stat(current)
+        if stat is None or current in found:
+            continue  # gone, or seen through another thread
+        found[current] = stat.start
+        try:
+            threads = os.listdir(f"{_PROC}/{current}/task")
+        except OSError:
+            continue  # gone
+        for thread in threads:
+            listed = _read(f"{_PROC}/{current}/task/{thread}/children", whole=True)
+            if listed is not None:  # None: the thread ended
+                stack.extend(int(child) for child in listed.split())
+    return list(found.items())
 
 
 class _ProcessTable:
@@ -170,6 +335,8 @@ class _ProcessTable:
         self._scanning = False
         self._completed = 0
         self._rows: dict[int, _Row] = {}
+        self._tags: dict[tuple[int, int], str | None] = {}
+        self._inline = False  # the first scan reads every environment: a worker thread's job
 
     async def rows(self) -> dict[int, _Row]:
         """A scan that started after this call (so it sees every process alive now)."""
@@ -179,23 +346,50 @@ class _ProcessTable:
             if self._completed < needed:
                 self._scanning = True
                 try:
-                    self._rows = await trio.to_thread.run_sync(_scan)
+                    # A quick scan costs less than the hop to a worker thread (and than
+                    # starting one, after 10 s without a scan); a slow one would hold up the loop.
+                    self._rows = self._scan() if self._inline else await trio.to_thread.run_sync(self._scan)
                 finally:
                     self._scanning = False
                 self._completed += 1
             return self._rows
 
+    def _scan(self) -> dict[int, _Row]:
+        started = time.perf_counter()
+        rows = _scan_linux(self._tags) if _LINUX else _scan_psutil()
+        self._inline = _LINUX and time.perf_counter() - started < _INLINE_SCAN
+        return rows
+
 
 _TABLE: trio.lowlevel.RunVar[_ProcessTable] = trio.lowlevel.RunVar("wave_actors_process_table")
 
 
+def _opened(members: Iterable[tuple[int, float]]) -> list[psutil.Process]:
+    return [process for pid, start in members if (process := _open(pid, start)) is not None]
+
+
 async def _family(pid: int, tag: str | None) -> list[psutil.Process]:
+    """Every member of the family alive now, by all three marks (a scan of the whole table)."""
     try:
         table = _TABLE.get()
     except LookupError:
         table = _ProcessTable()
         _TABLE.set(table)
-    return _family_in(await table.rows(), pid, tag)
+    return _opened((row.pid, row.start) for row in _family_in(await table.rows(), pid, tag))
+
+
+async def _descendants(pid: int, tag: str | None) -> list[psutil.Process]:
+    """``pid`` and its descendants now: what its death would hide (re-parented children).
+
+    The other marks (session, tag) survive the server's death, so the scans
+    after it find those members; this only reads the server's subtree, so it
+    costs a few reads however many processes the machine runs. Without
+    ``/proc/PID/task/TID/children``, a whole scan.
+    """
+    if _CHILDREN_FILES:
+        # Read in the trio thread: a handful of small files costs less than a hop to a worker thread.
+        return _opened(_descendants_linux(pid))
+    return await _family(pid, tag)
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -234,13 +428,16 @@ def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
 
 async def _wait_gone(processes: list[psutil.Process], limit: float, reap: Callable[[], object]) -> list[psutil.Process]:
     """Wait until none of ``processes`` is alive or ``limit`` passes; return the survivors."""
+    interval = _FIRST_POLL_INTERVAL
     with trio.move_on_after(limit):
         while True:
             reap()
             processes = [process for process in processes if _alive(process)]
             if not processes:
                 return []
-            await trio.sleep(_POLL_INTERVAL)
+            # Most processes die within a millisecond of a signal: look soon, then less often.
+            await trio.sleep(interval)
+            interval = min(interval * 2, _POLL_INTERVAL)
     reap()
     return [process for process in processes if _alive(process)]
 
@@ -309,12 +506,17 @@ async def _stages(
 ) -> None:
     """EOF, SIGTERM, SIGKILL, recording every member found into ``known``."""
 
-    async def rescan() -> list[psutil.Process]:
-        for member in await _family(process.pid, tag):
+    def record(members: list[psutil.Process]) -> list[psutil.Process]:
+        for member in members:
             known.setdefault(member.pid, member)
         return list(known.values())
 
-    await rescan()  # before any signal: children re-parent once the server dies
+    async def rescan() -> list[psutil.Process]:
+        return record(await _family(process.pid, tag))
+
+    # Before any signal: the server's children re-parent once it dies, and
+    # then only the other two marks find them.
+    record(await _descendants(process.pid, tag))
     if close_stdin is not None:
         await close_stdin()
         with trio.move_on_after(graces.eof):

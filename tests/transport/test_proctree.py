@@ -1,0 +1,124 @@
+"""Finding a server's process family: the walk before any signal, the scan after, pid reuse (R-KILL-1).
+
+The server here is a small Python program that starts a member the way a
+real server might, prints the member's pid, and exits on stdin EOF; each
+member hides from one or two of the three marks (descendant, session, tag).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import psutil
+import pytest
+import trio
+
+from wave_actors import Graces
+from wave_actors._transport.proctree import FAMILY_VARIABLE, _descendants_linux, _open, _read_stat, family_tag, reclaim  # pyright: ignore[reportPrivateUsage]
+from wave_actors.testing import is_alive, kill_processes
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+
+GRACES = Graces(eof=2.0, term=1.0, kill=1.0)
+
+# Sleeps until killed; it never reads anything, so only a signal ends it.
+SLEEPER = "import time\nwhile True: time.sleep(60)"
+
+SERVER = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    how = sys.argv[1]
+    sleeper = [sys.executable, "-I", "-S", "-c", {sleeper!r}]
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if how == "setsid-no-tag":
+        # A new session and a scrubbed environment: only its parent links it to the server.
+        child = subprocess.Popen(sleeper, env={{}}, start_new_session=True, **quiet)
+        pid = child.pid
+    else:
+        # Double-forked into a new session: an orphan before the server closes; only its tag is left.
+        read, write = os.pipe()
+        middle = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c",
+             "import subprocess, sys, os; c = subprocess.Popen(sys.argv[1:], start_new_session=True, "
+             "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+             "os.write(" + str(write) + ", str(c.pid).encode())", *sleeper],
+            pass_fds=(write,), **quiet,
+        )
+        middle.wait()
+        os.close(write)
+        pid = int(os.read(read, 64))
+    print(pid, flush=True)
+    sys.stdin.read()
+    """
+).format(sleeper=SLEEPER)
+
+
+async def start(how: str) -> tuple[trio.Process, str, int]:
+    """The server, its tag, and the pid of the member it started."""
+    tag = family_tag()
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-I", "-S", "-c", SERVER, how],
+        stdin=-1,
+        stdout=-1,
+        env={**os.environ, FAMILY_VARIABLE: tag},
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    line = b""
+    with trio.fail_after(10):
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive_some(64)
+    return process, tag, int(line)
+
+
+async def close_stdin_of(process: trio.Process) -> None:
+    assert process.stdin is not None
+    await process.stdin.aclose()
+
+
+async def reclaim_politely(process: trio.Process, tag: str, member: int) -> tuple[list[int], bool]:
+    """What ``reclaim`` returned, and whether ``member`` outlived it (then it is killed here: the census may miss it)."""
+    survivor = psutil.Process(member)
+    try:
+        left = await reclaim(process, tag=tag, graces=GRACES, close_stdin=lambda: close_stdin_of(process))
+    finally:
+        assert process.stdout is not None
+        await process.stdout.aclose()
+    outlived = is_alive(survivor)
+    if outlived:
+        kill_processes([survivor])
+    return left, outlived
+
+
+async def test_a_setsid_child_without_the_tag_is_found_before_the_server_exits() -> None:
+    # R-KILL-1: once the server exits on EOF, nothing links this child to it but the walk taken before.
+    process, tag, member = await start("setsid-no-tag")
+    assert os.getsid(member) == member and FAMILY_VARIABLE not in psutil.Process(member).environ()
+    assert member in dict(_descendants_linux(process.pid))
+    assert await reclaim_politely(process, tag, member) == ([], False)
+    assert process.returncode == 0  # it exited on EOF: the member was found before, not by a signal's timing
+
+
+async def test_a_double_forked_orphan_is_found_by_its_tag() -> None:
+    # R-KILL-1: re-parented before reclamation began, in a session of its own: only the scan's tag mark finds it.
+    process, tag, member = await start("double-fork")
+    assert psutil.Process(member).ppid() != process.pid and os.getsid(member) == member
+    assert member not in dict(_descendants_linux(process.pid))
+    assert await reclaim_politely(process, tag, member) == ([], False)
+
+
+async def test_a_scanned_pid_that_now_names_another_process_is_not_opened() -> None:
+    # A recycled pid is never signalled: the start time must match the scan's.
+    process = await trio.lowlevel.open_process([sys.executable, "-I", "-S", "-c", SLEEPER])
+    try:
+        stat = _read_stat(process.pid)
+        assert stat is not None
+        opened = _open(process.pid, stat.start)
+        assert opened is not None and opened.pid == process.pid
+        assert _open(process.pid, stat.start - 1) is None
+    finally:
+        process.kill()
+        await process.wait()
+    assert _read_stat(process.pid) is None  # reaped: gone from /proc
