@@ -83,6 +83,26 @@ _ROUNDS: Final = 3
 class Graces:
     """How long each reclamation stage waits before escalating (seconds).
 
+    The defaults bound ``destroy_session`` at about 0.5 s for a server that
+    ignores stdin EOF and about 1 s for one that ignores SIGTERM too, while a
+    server that exits on EOF is never hurried. Measured on a 2-core Linux
+    machine (python 3.11, node 20), from stdin EOF after ``initialize`` to the
+    exit, over 20 runs each, quiet machine / loaded by a parallel test run:
+
+    - a stdlib Python server (``wave_actors.testing.fault_server_entry()``):
+      1.1-1.2 ms / p50 1.8 ms, max 5.6 ms;
+    - node ``@modelcontextprotocol/server-everything`` (stdio): 114-214 ms,
+      p50 164 ms, the same loaded;
+    - the SDK's own Python server (``reference_server_entry()``): 114-242 ms /
+      p50 468-618 ms, max 924 ms. It stops serving within a millisecond; the
+      rest is the interpreter tearing down its modules (a garbage collection
+      alone takes ~110 ms), so a SIGTERM that cuts it short loses nothing.
+
+    and from SIGTERM to the exit, stdin still open: 1-12 ms for all three.
+    The EOF grace covers node and the SDK's server on a quiet machine twice
+    over; the TERM grace leaves a server with a SIGTERM handler half a second
+    to clean up.
+
     :param eof: after closing stdin, for the server to exit on its own.
     :param term: after SIGTERM, before SIGKILL.
     :param kill: after SIGKILL, for the kernel to finish; only an unkillable
@@ -90,8 +110,8 @@ class Graces:
         reported and abandoned.
     """
 
-    eof: float = attrs.field(default=2.0, validator=attrs.validators.ge(0))
-    term: float = attrs.field(default=2.0, validator=attrs.validators.ge(0))
+    eof: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
+    term: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
     kill: float = attrs.field(default=2.0, validator=attrs.validators.ge(0))
 
     @property
