@@ -20,7 +20,6 @@ reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from random import Random
@@ -75,6 +74,43 @@ _TRANSPORT = "transport"
 _UNSEEDED = Random()
 
 
+class _Mailbox:
+    """An actor's messages in arrival order, each with the event its poster waits on.
+
+    A list and a wake-up: the actor's task is its only reader, and a memory
+    channel costs several times as much per connected server.
+    """
+
+    __slots__ = ("_items", "_wakeup")
+
+    def __init__(self) -> None:
+        self._items: list[tuple[Message, trio.Event | None]] = []
+        self._wakeup: trio.Event | None = None
+
+    def put(self, message: Message, done: trio.Event | None) -> None:
+        self._items.append((message, done))
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    async def take(self) -> tuple[Message, trio.Event | None]:
+        """The next message, waiting for one; a checkpoint either way."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._items:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        while not self._items:
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+        return self._items.pop(0)
+
+    def release_all(self) -> None:
+        """Drop every waiting message and release its poster: it will never run."""
+        items, self._items = self._items, []
+        for _, done in items:
+            if done is not None:
+                done.set()
+
+
 class ServerActor:
     """One server of one session. Created by the session; not part of the public API.
 
@@ -94,8 +130,7 @@ class ServerActor:
         "_connection",
         "_current",
         "_drained",
-        "_mailbox_receive",
-        "_mailbox_send",
+        "_mailbox",
         "_nursery",
         "_on_change",
         "_options",
@@ -122,8 +157,7 @@ class ServerActor:
         self._on_change = on_change
         self._state = initial_state(enabled=config.enabled)
         # Created on first use: an idle session's servers cost a few hundred bytes each (R-HOST-3).
-        self._mailbox_send: trio.MemorySendChannel[tuple[Message, trio.Event | None]] | None = None
-        self._mailbox_receive: trio.MemoryReceiveChannel[tuple[Message, trio.Event | None]] | None = None
+        self._mailbox: _Mailbox | None = None
         self._refusing = False
         self._supervisor: Supervisor | None = None
         self._connection: tuple[int, Connection] | None = None  # the newest generation's, from its Up
@@ -222,14 +256,8 @@ class ServerActor:
         self._refusing = True
         if self._current is not None:
             self._current.set()
-        if self._mailbox_receive is not None:
-            while True:
-                try:
-                    _, done = self._mailbox_receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                if done is not None:
-                    done.set()
+        if self._mailbox is not None:
+            self._mailbox.release_all()
         self._release_waiters()
 
     def update_settings(self, config: ServerConfig) -> None:
@@ -247,7 +275,7 @@ class ServerActor:
             if done is not None:
                 done.set()
             return
-        if self._mailbox_send is None:
+        if self._mailbox is None:
             if not any(isinstance(effect, StartTransport) for effect in reduce(self._state, message)[1]):
                 # Nothing runs for this server, so there is nothing to stop: the message is carried
                 # out here, and an idle server keeps costing no task (R-HOST-3).
@@ -255,13 +283,11 @@ class ServerActor:
                 if done is not None:
                     done.set()
                 return
-            self._mailbox_send, self._mailbox_receive = trio.open_memory_channel[tuple[Message, trio.Event | None]](
-                math.inf
-            )
-            self._nursery.start_soon(self._run, self._mailbox_receive, name=f"wave_actors.actor:{self.name}")
-        self._mailbox_send.send_nowait((message, done))
+            self._mailbox = _Mailbox()
+            self._nursery.start_soon(self._run, self._mailbox, name=f"wave_actors.actor:{self.name}")
+        self._mailbox.put(message, done)
 
-    async def _run(self, mailbox: trio.MemoryReceiveChannel[tuple[Message, trio.Event | None]]) -> None:
+    async def _run(self, mailbox: _Mailbox) -> None:
         try:
             async with Supervisor.open(
                 intensity=self._options.reconnect_intensity,
@@ -270,7 +296,8 @@ class ServerActor:
                 on_event=self._on_supervisor_event,
             ) as supervisor:
                 self._supervisor = supervisor
-                async for message, done in mailbox:
+                while True:
+                    message, done = await mailbox.take()
                     await self._step(message, done)
                     if finished(self._state):
                         # Retired for good: end the task, so a long-lived session keeps none per removed server.
@@ -280,15 +307,7 @@ class ServerActor:
             self._supervisor = None
             self._refusing = True
             self._connection = None
-            if self._mailbox_send is not None:
-                self._mailbox_send.close()
-            while True:
-                try:
-                    _, done = mailbox.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-                if done is not None:
-                    done.set()
+            mailbox.release_all()
             self._release_waiters()
 
     async def _step(self, message: Message, done: trio.Event | None) -> None:

@@ -28,33 +28,42 @@ class StderrLog:
     :param max_lines: how many complete lines to keep.
     """
 
+    __slots__ = ("_lines", "_max_lines", "_partial")
+
     def __init__(self, max_lines: int = 200) -> None:
-        self._lines: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self._max_lines = max_lines
+        # Made at the first line: most servers write nothing, and an empty deque is 600 bytes.
+        self._lines: collections.deque[str] | None = None
         self._partial = ""
+
+    def _keep(self, line: str) -> None:
+        if self._lines is None:
+            self._lines = collections.deque(maxlen=self._max_lines)
+        self._lines.append(line)
 
     def feed(self, data: bytes) -> None:
         """Add a chunk of raw stderr output."""
         text = self._partial + data.decode("utf-8", errors="replace")
         *complete, self._partial = text.split("\n")
         for line in complete:
-            self._lines.append(line[:_MAX_LINE_CHARS])
+            self._keep(line[:_MAX_LINE_CHARS])
         if len(self._partial) > _MAX_LINE_CHARS:
-            self._lines.append(self._partial[:_MAX_LINE_CHARS])
+            self._keep(self._partial[:_MAX_LINE_CHARS])
             self._partial = ""
 
     def close(self) -> None:
         """Keep the partial last line: the stream has ended."""
         if self._partial:
-            self._lines.append(self._partial)
+            self._keep(self._partial)
             self._partial = ""
 
     def lines(self) -> tuple[str, ...]:
         """The kept lines, oldest first."""
-        return tuple(self._lines)
+        return tuple(self._lines or ())
 
     def tail(self, count: int = 5) -> str:
         """The last ``count`` non-blank lines joined by newlines (for error messages)."""
-        kept = [line for line in self._lines if line.strip()]
+        kept = [line for line in self._lines or () if line.strip()]
         if self._partial.strip():
             kept.append(self._partial)
         return "\n".join(kept[-count:])

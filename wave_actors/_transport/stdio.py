@@ -39,7 +39,6 @@ process's family registry, which tells the host's watchdog.
 
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import os
@@ -154,7 +153,8 @@ class _ServerOutput:
         self._message = SessionMessage
         self._parse = mcp_types.jsonrpc_message_adapter.validate_json
         self._noise = NoiseLog(server)
-        self._ready: collections.deque[SessionMessage | Exception] = collections.deque()
+        # A list, not a deque: it rarely holds more than a few messages, and an empty deque is 600 bytes.
+        self._ready: list[SessionMessage | Exception] = []
         self._parts: list[bytes] = []  # the start of a line not yet ended
         self._partial = 0  # its bytes
         self._deliver = True  # false once the connection is lost: what comes after is drained, not parsed
@@ -210,7 +210,7 @@ class _ServerOutput:
                     continue
             await self._wait()
             waited = True
-        item = ready.popleft()
+        item = ready.pop(0)
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
         return item
