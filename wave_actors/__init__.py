@@ -13,6 +13,7 @@ from wave_actors._config import (
     LoadedConfig as LoadedConfig,
     ServerConfig as ServerConfig,
     Severity as Severity,
+    ShutdownGraces as ShutdownGraces,
     Source as Source,
     ToolOverride as ToolOverride,
     TransportType as TransportType,

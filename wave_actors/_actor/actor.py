@@ -60,6 +60,7 @@ from wave_actors._errors import ServerUnavailable, ToolTimeout
 from wave_actors._options import SessionOptions
 from wave_actors._status import ServerState
 from wave_actors._transport import Connection
+from wave_actors._transport.options import with_shutdown
 from wave_actors._transport.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -408,6 +409,7 @@ class ServerActor:
             config = attrs.evolve(config, cwd=str(self._workdir))
         first_incarnation: int | None = None
         options = self._options
+        transport = with_shutdown(options.transport, config.shutdown)  # the entry's own graces (R-KILL-9)
 
         async def run(context: ChildContext) -> None:
             nonlocal first_incarnation
@@ -419,7 +421,7 @@ class ServerActor:
                 self._generation(context.incarnation),
                 final=context.incarnation == first_incarnation,
                 dial_timeout=options.dial_timeout,
-                options=options.transport,
+                options=transport,
                 report=self._post,
             )
 
@@ -428,7 +430,7 @@ class ServerActor:
             run,
             restart=Restart.TRANSIENT,
             # Reclamation is bounded (the graces, then a last SIGKILL and its grace): never abandon it sooner.
-            shutdown_timeout=options.transport.graces.total + options.transport.graces.kill + 5.0,
+            shutdown_timeout=transport.graces.total + transport.graces.kill + 5.0,
         )
 
     def _live_connection(self) -> Connection | None:

@@ -26,6 +26,7 @@ from wave_actors._config.model import (
     LoadedConfig as LoadedConfig,
     ServerConfig as ServerConfig,
     Severity as Severity,
+    ShutdownGraces as ShutdownGraces,
     Source as Source,
     ToolOverride as ToolOverride,
     TransportType as TransportType,

@@ -12,6 +12,9 @@ not something to guess at, so every hook registered here only *checks*:
   :data:`~wave_actors._config.model.MAX_TOOL_TIMEOUT_MS`. JSON ``1000.0`` is a
   float and is rejected like ``1.5``: the user guide asks for an integer and a
   float in a file usually means a computed or mistyped value;
+* :data:`GraceMs` (``shutdown.eof_ms``, ``shutdown.term_ms``): the same, from
+  0 to :data:`~wave_actors._config.model.MAX_SHUTDOWN_GRACE_MS` (0 is a
+  meaningful "do not wait");
 * lists, objects and :class:`~wave_actors._config.model.ToolOverride` must be
   JSON arrays / objects before cattrs' own hook walks their items;
 * :data:`SecretStr` (``env`` and ``headers`` values, ``url``): like ``str``,
@@ -19,8 +22,9 @@ not something to guess at, so every hook registered here only *checks*:
   be a token written in the wrong place (R-CFG-12).
 
 ``null`` is accepted as "absent" for the optional fields of :class:`RawEntry`
-(cattrs does that for ``X | None``) but rejected for ``enabled`` and
-``tool_timeout_ms``, where it could be read as "off" or "no limit" (R-CFG-7).
+(cattrs does that for ``X | None``) but rejected for ``enabled``,
+``tool_timeout_ms`` and the graces of ``shutdown``, where it could be read as
+"off" or "no limit" (R-CFG-7, R-KILL-9).
 
 Failures come back as :class:`EntryInvalid`, one :class:`FieldProblem` per bad
 value, with a path such as ``args[1]`` or ``env['TOKEN']`` (built with
@@ -36,15 +40,23 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from wave_actors._config.model import DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_TIMEOUT_MS, ToolOverride
+from wave_actors._config.model import (
+    DEFAULT_TOOL_TIMEOUT_MS,
+    MAX_SHUTDOWN_GRACE_MS,
+    MAX_TOOL_TIMEOUT_MS,
+    ToolOverride,
+)
 from wave_actors._config.redact import describe_secret
 
 __all__ = [
     "CONVERTER",
     "ENTRY_FIELDS",
+    "SHUTDOWN_FIELDS",
     "EntryInvalid",
     "FieldProblem",
+    "GraceMs",
     "RawEntry",
+    "RawShutdown",
     "SecretStr",
     "ToolTimeoutMs",
     "describe_value",
@@ -54,8 +66,23 @@ __all__ = [
 ToolTimeoutMs = NewType("ToolTimeoutMs", int)
 """An ``int`` from 1 to :data:`MAX_TOOL_TIMEOUT_MS` (R-CFG-7)."""
 
+GraceMs = NewType("GraceMs", int)
+"""An ``int`` from 0 to :data:`MAX_SHUTDOWN_GRACE_MS` (R-KILL-9)."""
+
 SecretStr = NewType("SecretStr", str)
 """A ``str`` that may hold a secret: a wrong value is described by its type only (R-CFG-12)."""
+
+
+@attrs.frozen
+class RawShutdown:
+    """An entry's ``shutdown`` object as written: each grace absent, or a checked :data:`GraceMs`."""
+
+    eof_ms: GraceMs | None = None
+    term_ms: GraceMs | None = None
+
+
+SHUTDOWN_FIELDS: Final = frozenset(field.name for field in attrs.fields(RawShutdown))
+"""The settings a ``shutdown`` object may hold; others are ignored with a warning."""
 
 
 @attrs.frozen
@@ -78,6 +105,7 @@ class RawEntry:
     description: str | None = None
     tool_timeout_ms: ToolTimeoutMs = ToolTimeoutMs(DEFAULT_TOOL_TIMEOUT_MS)
     tool_overrides: dict[str, ToolOverride] | None = None
+    shutdown: RawShutdown | None = None
 
 
 ENTRY_FIELDS: Final = frozenset(field.name for field in attrs.fields(RawEntry))
@@ -166,6 +194,15 @@ def _structure_tool_timeout(value: object, _: type) -> ToolTimeoutMs:
     return ToolTimeoutMs(value)
 
 
+def _structure_grace(value: object, _: object) -> GraceMs:
+    # null too: "eof_ms": null could be read as "no wait" or as "wait forever".
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SHUTDOWN_GRACE_MS:
+        raise _InvalidValue(
+            f"expected a whole number of milliseconds from 0 to {MAX_SHUTDOWN_GRACE_MS}, got {describe_value(value)}"
+        )
+    return GraceMs(value)
+
+
 _T = TypeVar("_T")
 
 
@@ -204,6 +241,9 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(bool, _structure_bool)
     converter.register_structure_hook(ToolTimeoutMs, _structure_tool_timeout)
     converter.register_structure_hook(SecretStr, _structure_secret)
+    converter.register_structure_hook(GraceMs, _structure_grace)
+    # Optional only as "absent": cattrs would let an explicit null through.
+    converter.register_structure_hook_func(lambda type_: type_ == (GraceMs | None), _structure_grace)
     # Generic aliases are not classes, so they are registered by predicate.
     checks: list[tuple[Any, Callable[[Callable[[Any, Any], Any]], Callable[[object, Any], Any]]]] = [
         (tuple[str, ...], _only_lists),
@@ -211,6 +251,7 @@ def _make_converter() -> cattrs.Converter:
         (Mapping[str, str], _only_objects),
         (ToolOverride, _only_objects),
         (dict[str, ToolOverride], _only_objects),  # after ToolOverride: it embeds that hook
+        (RawShutdown, _only_objects),  # after GraceMs | None: it embeds that hook
     ]
     for container, check in checks:
         hook = check(converter.get_structure_hook(container))

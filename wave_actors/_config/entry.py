@@ -32,6 +32,11 @@ Decisions where the specification is silent:
 * Diagnostics never show the values of ``env``, ``headers`` or ``url``, not
   even when they have the wrong type: ``"headers": "Authorization: Bearer ..."``
   is "a string" (R-CFG-12).
+* ``shutdown`` (R-KILL-9) is a stdio field: an http or sse server has no
+  process to stop, so there it is dropped with a warning like ``args``. It is
+  not part of the fingerprint, so changing it never restarts a server: a
+  running server keeps the graces it was connected with until its next
+  connect or reconnect. An unknown setting inside it is ignored with a warning.
 
 Overlays (R-CFG-1's exception): a *constructor* entry whose fields are
 ``tool_timeout_ms`` and, optionally, ``enabled`` and ``tool_overrides``, and
@@ -52,10 +57,25 @@ from typing import Final, TypeGuard, cast
 
 import attrs
 
-from wave_actors._config.converter import ENTRY_FIELDS, EntryInvalid, RawEntry, describe_value, structure_strictly
+from wave_actors._config.converter import (
+    ENTRY_FIELDS,
+    SHUTDOWN_FIELDS,
+    EntryInvalid,
+    RawEntry,
+    describe_value,
+    structure_strictly,
+)
 from wave_actors._config.expand import expand_variables
 from wave_actors._config.fingerprint import connection_fingerprint
-from wave_actors._config.model import Diagnostic, ServerConfig, Severity, Source, ToolOverride, TransportType
+from wave_actors._config.model import (
+    Diagnostic,
+    ServerConfig,
+    Severity,
+    ShutdownGraces,
+    Source,
+    ToolOverride,
+    TransportType,
+)
 from wave_actors._config.sources import resolve_workdir
 from wave_actors._errors import ConfigError
 
@@ -77,7 +97,7 @@ EXPANDED_SOURCES: Final = frozenset({Source.PROJECT, Source.USER})
 """Sources whose entries get ``${VAR}`` expansion (R-CFG-5); the others are literal."""
 
 _TYPE_ALIASES: Final = {"streamable-http": TransportType.HTTP.value}
-_STDIO_FIELDS: Final = ("command", "args", "env", "cwd")
+_STDIO_FIELDS: Final = ("command", "args", "env", "cwd", "shutdown")
 _REMOTE_FIELDS: Final = ("url", "headers")
 _OVERRIDE_FIELDS: Final = frozenset(field.name for field in attrs.fields(ToolOverride))
 _SUGGESTIONS: Final = {"timeout": "tool_timeout_ms", "disabled": "enabled"}
@@ -320,6 +340,9 @@ def _parse(
         description=raw.description,
         tool_timeout_ms=raw.tool_timeout_ms,
         tool_overrides=raw.tool_overrides or {},
+        shutdown=ShutdownGraces()
+        if raw.shutdown is None
+        else ShutdownGraces(raw.shutdown.eof_ms, raw.shutdown.term_ms),
     )
     config = _fit_to_transport(config, report)
     if source in EXPANDED_SOURCES:
@@ -336,6 +359,12 @@ def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> No
         suggestion = _SUGGESTIONS.get(str(key))
         hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
         report.warn(f"unknown field {key!r} was ignored{hint}", str(key))
+    shutdown = fields.get("shutdown")
+    if isinstance(shutdown, Mapping):
+        for key in cast(Mapping[object, object], shutdown):
+            if key not in SHUTDOWN_FIELDS:
+                known = ", ".join(sorted(SHUTDOWN_FIELDS))
+                report.warn(f"unknown shutdown setting {key!r} was ignored (known: {known})", "shutdown")
     overrides = fields.get("tool_overrides")
     if not isinstance(overrides, Mapping):
         return  # absent, or a type error the converter reports
@@ -387,11 +416,12 @@ def _fit_to_transport(config: ServerConfig, report: _Report) -> ServerConfig:
         cleared = {"url": None, "headers": {}}
     else:
         required, foreign = "url", _STDIO_FIELDS
-        cleared = {"command": None, "args": (), "env": {}, "cwd": None}
+        cleared = {"command": None, "args": (), "env": {}, "cwd": None, "shutdown": ShutdownGraces()}
     if not getattr(config, required):
         raise report.reject(f'a {transport.value} server needs a non-empty "{required}"', required)
     for field in foreign:
-        if getattr(config, field):
+        value = getattr(config, field)
+        if value != ShutdownGraces() if field == "shutdown" else value:
             report.warn(f"a {transport.value} server does not use {field!r}; it was ignored", field)
     return attrs.evolve(config, **cleared)
 

@@ -3,7 +3,7 @@
 A fingerprint is a short hex digest of the fields that decide *what gets
 started or dialed*, after ``${VAR}`` expansion, plus the workdir the entry was
 loaded for. Anything else (``enabled``, ``tool_timeout_ms``,
-``tool_overrides``, where the entry came from, key order in the file) leaves it
+``tool_overrides``, ``shutdown``, where the entry came from, key order in the file) leaves it
 unchanged, so the tool snapshot cache (R-CACHE-1) and live-session
 reconciliation (R-STORE-5) can tell "reconfigured" from "restarted
 differently".

@@ -24,11 +24,13 @@ from wave_actors._frozen import freeze_mapping
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_MS",
+    "MAX_SHUTDOWN_GRACE_MS",
     "MAX_TOOL_TIMEOUT_MS",
     "Diagnostic",
     "LoadedConfig",
     "ServerConfig",
     "Severity",
+    "ShutdownGraces",
     "Source",
     "ToolOverride",
     "TransportType",
@@ -39,6 +41,9 @@ DEFAULT_TOOL_TIMEOUT_MS: Final = 30_000
 
 MAX_TOOL_TIMEOUT_MS: Final = 3_600_000
 """Largest accepted ``tool_timeout_ms``: one hour (R-CFG-7)."""
+
+MAX_SHUTDOWN_GRACE_MS: Final = 60_000
+"""Largest accepted ``shutdown.eof_ms`` and ``shutdown.term_ms``: one minute (R-KILL-9)."""
 
 
 class Source(enum.Enum):
@@ -89,6 +94,22 @@ class ToolOverride:
     guidance: str | None = None
 
 
+@attrs.frozen
+class ShutdownGraces:
+    """How long reclaiming a stdio server waits at each stage: an entry's ``shutdown`` (R-KILL-9).
+
+    Each is ``None`` when the entry does not say; then the host's (or the
+    session's) :class:`~wave_actors.Graces` apply.
+
+    :param eof_ms: after its stdin closes, for the server to exit by itself,
+        before SIGTERM goes to its process family.
+    :param term_ms: after SIGTERM, before SIGKILL.
+    """
+
+    eof_ms: int | None = None
+    term_ms: int | None = None
+
+
 def _masked_mapping(values: Mapping[str, str]) -> str:
     return repr(redact_mapping(values))
 
@@ -119,6 +140,9 @@ class ServerConfig:
         shows it as the server's purpose (R-WS-3). Not part of the fingerprint.
     :param tool_timeout_ms: each tool call's deadline, counted from send (R-TOOL-4).
     :param tool_overrides: per-tool settings keyed by the server's raw tool name.
+    :param shutdown: a stdio server's own reclamation graces (R-KILL-9). Not
+        part of the fingerprint: it says how the server is stopped, not what
+        is started.
     :param fingerprint: a stable hash of the connection-relevant fields and the
         workdir (R-CFG-8); equal fingerprints mean "the same server".
     :param constructor_overrides: the fields (``tool_timeout_ms``, ``enabled``,
@@ -142,6 +166,7 @@ class ServerConfig:
     description: str | None = None
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
     tool_overrides: Mapping[str, ToolOverride] = attrs.field(factory=dict[str, ToolOverride], converter=freeze_mapping)
+    shutdown: ShutdownGraces = ShutdownGraces()
     fingerprint: str = ""
     constructor_overrides: tuple[str, ...] = ()
 

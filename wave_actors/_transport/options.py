@@ -12,9 +12,10 @@ from typing import Final
 
 import attrs
 
+from wave_actors._config import ShutdownGraces
 from wave_actors._transport.proctree import Graces
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation", "with_shutdown"]
 
 DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 
@@ -40,7 +41,8 @@ def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> 
 class TransportOptions:
     """How transports are opened and closed.
 
-    :param graces: stdio reclamation stage lengths (R-KILL-1, R-KILL-2).
+    :param graces: stdio reclamation stage lengths (R-KILL-1, R-KILL-2); an
+        entry's ``shutdown`` overrides them for its server (R-KILL-9).
     :param stderr_lines: lines of a stdio server's stderr kept in memory.
     :param http_timeout: seconds for HTTP connect, write and pool waits (and
         for starting a new session when an http server forgot its own).
@@ -71,6 +73,25 @@ class TransportOptions:
     max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=_positive)
     close_timeout: float = 3.0
     client_info: tuple[str, str] | None = attrs.field(default=None, converter=_client_info)
+
+
+def with_shutdown(options: TransportOptions, shutdown: ShutdownGraces) -> TransportOptions:
+    """``options`` with the graces an entry's ``shutdown`` sets in place of the host's (R-KILL-9).
+
+    :param options: the session's (or the host's) transport options.
+    :param shutdown: the entry's ``shutdown``; what it leaves unset keeps ``options.graces``.
+    """
+    if shutdown.eof_ms is None and shutdown.term_ms is None:
+        return options
+    graces = options.graces
+    return attrs.evolve(
+        options,
+        graces=attrs.evolve(
+            graces,
+            eof=graces.eof if shutdown.eof_ms is None else shutdown.eof_ms / 1000,
+            term=graces.term if shutdown.term_ms is None else shutdown.term_ms / 1000,
+        ),
+    )
 
 
 def client_implementation(options: TransportOptions) -> tuple[str, str]:

@@ -101,7 +101,7 @@ class Graces:
     and from SIGTERM to the exit, stdin still open: 1-12 ms for all three.
     The EOF grace covers node and the SDK's server on a quiet machine twice
     over; the TERM grace leaves a server with a SIGTERM handler half a second
-    to clean up.
+    to clean up. Per server, an entry's ``shutdown`` sets its own (R-KILL-9).
 
     :param eof: after closing stdin, for the server to exit on its own.
     :param term: after SIGTERM, before SIGKILL.
