@@ -40,6 +40,7 @@ from wave_actors._session import Session
 from wave_actors._status import ServerStatus
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._transport import TransportOptions
+from wave_actors._transport.sdk_import import start_preload
 from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
@@ -136,6 +137,7 @@ class Host(metaclass=NoPublicConstructor):
         :raises TypeError: ``client_info`` is not a pair of non-empty strings.
         """
         client_info = TransportOptions(client_info=client_info).client_info  # refused here, not at the first session
+        start_preload()  # the SDK import, in a thread of its own: the first dial need not wait for all of it
         async with open_orphan_guard(watchdog=watchdog, subreaper=subreaper) as guard, trio.open_nursery() as nursery:
             host = cls._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
                 nursery=nursery,

@@ -22,6 +22,7 @@ from wave_actors._options import SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
 from wave_actors._projects import ProjectScopes
 from wave_actors._session import Session
+from wave_actors._transport.sdk_import import start_preload
 
 __all__ = ["open_owned_session", "open_session"]
 
@@ -112,5 +113,6 @@ async def open_session(
         options=options,
         client_info=client_info,
     )
+    start_preload()  # the SDK import, so that the first dial need not wait for all of it
     async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):
         yield session

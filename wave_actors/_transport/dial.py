@@ -9,14 +9,12 @@ before it returns.
 
 The transports themselves live in :mod:`.stdio` and :mod:`.remote`; the
 connection it yields in :mod:`.connection`; what its failures become, in
-:mod:`.failures`.
+:mod:`.failures`; importing the SDK, in :mod:`.sdk_import`.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -32,6 +30,7 @@ from wave_actors._transport.options import DEFAULT_MAX_MESSAGE_BYTES, TransportO
 from wave_actors._transport.progress import ProgressRoutes
 from wave_actors._transport.redaction import install_log_redaction, redact_text
 from wave_actors._transport.remote import heartbeat, open_remote_transport
+from wave_actors._transport.sdk_import import load_sdk
 
 if TYPE_CHECKING:
     import mcp_types
@@ -81,7 +80,7 @@ async def open_connection(
         raise ConfigError(f"server {config.name!r} in {config.origin}: {transport.value} entry has no url")
 
     install_log_redaction()  # before the SDK's first record (R-CFG-12)
-    await _import_sdk(transport)
+    await load_sdk(transport)  # at once if the host's preload is done, else the rest of it
     from mcp.client.session import ClientSession
     from mcp_types import Implementation, ToolListChangedNotification
 
@@ -161,24 +160,6 @@ async def open_connection(
                     finally:
                         closing = True
                         watchers.cancel_scope.cancel()
-
-
-_SDK_MODULES = {
-    TransportType.STDIO: ("mcp.client.session", "mcp.shared.message"),
-    TransportType.HTTP: ("mcp.client.session", "mcp.client.streamable_http", "httpx2"),
-    TransportType.SSE: ("mcp.client.session", "mcp.shared._httpx_utils", "httpx2"),
-}
-
-
-async def _import_sdk(transport: TransportType) -> None:
-    """Import the SDK in a worker thread the first time it is needed.
-
-    It takes around a second; imported inline, it would freeze every other
-    session of the host for that long on the first dial.
-    """
-    for module in _SDK_MODULES[transport]:
-        if module not in sys.modules:
-            await trio.to_thread.run_sync(importlib.import_module, module)
 
 
 @asynccontextmanager
