@@ -7,6 +7,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
     python -m benchmarks.connected_scale [--quick] [--servers N] [--runs N]
     python -m benchmarks.dial
+    python -m benchmarks.first_turn [--quick] [--rounds N] [--pause SECONDS]
     python -m benchmarks.host_death
     python -m benchmarks.idle_scale
     python -m benchmarks.project_scale [--quick] [--sessions N]
@@ -33,6 +34,7 @@ SCENARIOS: tuple[str, ...] = (
     "call_overhead",
     "connected_scale",
     "dial",
+    "first_turn",
     "host_death",
     "idle_scale",
     "project_scale",
