@@ -11,6 +11,9 @@ also dialed the bare SDK way (one task per server: ``stdio_client`` +
 ``ClientSession.initialize`` + ``list_tools``, all in one nursery) so that
 the cost of spawning N processes at once on this machine is visible next to
 the library's number. Ratios are taken within a repeat, then the median.
+The target is on that comparison, at the largest N: prepare_turn / bare SDK
+<= 1.05 (N servers / 1 server is shown for information: on a small machine
+it measures the machine's spawn rate more than the library).
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ from pathlib import Path
 
 import trio
 
-from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
+from benchmarks.report import Progress, Table, at_most, info, median, ratio
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Host, ServerState
 from wave_actors.testing import entry_command, fault_server_entry
 
 NAME = "dial"
-TARGET = 1.2
+TARGET = 1.05
 
 OPTIONS = (
     Option("sizes", str, "1,5,20", "1,5,20", "servers per session, comma-separated (the first is the baseline)"),
@@ -128,17 +131,23 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                     versus_single = median(ratio(o, s) for o, s in zip(ours[count], ours[baseline], strict=True))
                     versus_bare = median(ratio(o, b) for o, b in zip(ours[count], bare[count], strict=True))
                     table.add(delay, count, median(ours[count]), median(bare[count]), versus_single, versus_bare)
-                    if count == sizes[-1] and count != baseline:
+                    if count == sizes[-1]:
                         outcome.headlines.append(
-                            at_most(f"prepare_turn {count} servers / 1 server, init_delay={key}", versus_single, TARGET)
+                            at_most(
+                                f"prepare_turn {count} servers / bare SDK {count}, init_delay={key}",
+                                versus_bare,
+                                TARGET,
+                            )
                         )
-                        outcome.headlines.append(
-                            Headline(f"prepare_turn {count} servers / bare SDK {count}, init_delay={key}", versus_bare)
-                        )
+                        if count != baseline:
+                            outcome.headlines.append(
+                                info(f"prepare_turn {count} servers / 1 server, init_delay={key}", versus_single)
+                            )
     table.notes += [
         "vs 1 server: prepare_turn(N) / prepare_turn(1) in the same repeat; the single dial is the slowest",
-        "single dial when all servers are alike. Target <= 1.2 at the largest N.",
+        "single dial when all servers are alike.",
         "bare SDK: N concurrent stdio_client + initialize + list_tools tasks, what a host gets without the library.",
+        f"Target: vs bare SDK <= {TARGET:g} at the largest N: the library adds at most 5 % to the bare dials.",
         f"{os.cpu_count()} CPUs: with init_delay=0 each dial is CPU work (spawning python), so N dials cost ~N/cpus.",
     ]
     outcome.tables.append(table)
