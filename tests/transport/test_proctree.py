@@ -11,20 +11,34 @@ import os
 import sys
 import textwrap
 
+import attrs
 import psutil
 import pytest
 import trio
 
 from wave_actors import Graces
-from wave_actors._transport.proctree import FAMILY_VARIABLE, _descendants_linux, _open, _read_stat, family_tag, reclaim  # pyright: ignore[reportPrivateUsage]
+from wave_actors._transport import proctree
+from wave_actors._transport.proctree import FAMILY_VARIABLE, family_tag, reclaim
 from wave_actors.testing import is_alive, kill_processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 
 GRACES = Graces(eof=2.0, term=1.0, kill=1.0)
 
+# The internals under test, named once.
+descendants_linux = proctree._descendants_linux  # pyright: ignore[reportPrivateUsage]
+open_scanned = proctree._open  # pyright: ignore[reportPrivateUsage]
+read_forks = proctree._read_forks  # pyright: ignore[reportPrivateUsage]
+read_pid_max = proctree._read_pid_max  # pyright: ignore[reportPrivateUsage]
+read_stat = proctree._read_stat  # pyright: ignore[reportPrivateUsage]
+Row = proctree._Row  # pyright: ignore[reportPrivateUsage]
+scan = proctree._scan_linux  # pyright: ignore[reportPrivateUsage]
+Snapshot = proctree._Snapshot  # pyright: ignore[reportPrivateUsage]
+
 # Sleeps until killed; it never reads anything, so only a signal ends it.
 SLEEPER = "import time\nwhile True: time.sleep(60)"
+# The same, saying so on stdout once it runs (its environment is then its own, not its parent's).
+READY_SLEEPER = "import time\nprint('ready', flush=True)\nwhile True: time.sleep(60)"
 
 SERVER = textwrap.dedent(
     """
@@ -96,7 +110,7 @@ async def test_a_setsid_child_without_the_tag_is_found_before_the_server_exits()
     # R-KILL-1: once the server exits on EOF, nothing links this child to it but the walk taken before.
     process, tag, member = await start("setsid-no-tag")
     assert os.getsid(member) == member and FAMILY_VARIABLE not in psutil.Process(member).environ()
-    assert member in dict(_descendants_linux(process.pid))
+    assert member in dict(descendants_linux(process.pid))
     assert await reclaim_politely(process, tag, member) == ([], False)
     assert process.returncode == 0  # it exited on EOF: the member was found before, not by a signal's timing
 
@@ -105,7 +119,7 @@ async def test_a_double_forked_orphan_is_found_by_its_tag() -> None:
     # R-KILL-1: re-parented before reclamation began, in a session of its own: only the scan's tag mark finds it.
     process, tag, member = await start("double-fork")
     assert psutil.Process(member).ppid() != process.pid and os.getsid(member) == member
-    assert member not in dict(_descendants_linux(process.pid))
+    assert member not in dict(descendants_linux(process.pid))
     assert await reclaim_politely(process, tag, member) == ([], False)
 
 
@@ -113,12 +127,65 @@ async def test_a_scanned_pid_that_now_names_another_process_is_not_opened() -> N
     # A recycled pid is never signalled: the start time must match the scan's.
     process = await trio.lowlevel.open_process([sys.executable, "-I", "-S", "-c", SLEEPER])
     try:
-        stat = _read_stat(process.pid)
+        stat = read_stat(process.pid)
         assert stat is not None
-        opened = _open(process.pid, stat.start)
+        opened = open_scanned(process.pid, stat.start)
         assert opened is not None and opened.pid == process.pid
-        assert _open(process.pid, stat.start - 1) is None
+        assert open_scanned(process.pid, stat.start - 1) is None
     finally:
         process.kill()
         await process.wait()
-    assert _read_stat(process.pid) is None  # reaped: gone from /proc
+    assert read_stat(process.pid) is None  # reaped: gone from /proc
+
+
+async def tagged_sleeper() -> tuple[trio.Process, str]:
+    """A sleeping child carrying a fresh tag, once it runs."""
+    tag = family_tag()
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-I", "-S", "-c", READY_SLEEPER], stdout=-1, env={**os.environ, FAMILY_VARIABLE: tag}
+    )
+    assert process.stdout is not None
+    with trio.fail_after(10):
+        assert await process.stdout.receive_some(16) == b"ready\n"
+    return process, tag
+
+
+async def stop(process: trio.Process) -> None:
+    process.kill()
+    await process.wait()
+    assert process.stdout is not None
+    await process.stdout.aclose()
+
+
+async def test_a_later_scan_reads_the_processes_started_since_the_previous_one() -> None:
+    pid_max = read_pid_max()
+    before = scan(None, pid_max)
+    process, tag = await tagged_sleeper()
+    try:
+        assert process.pid not in before.rows
+        assert scan(before, pid_max).rows[process.pid].tag == tag
+    finally:
+        await stop(process)
+
+
+async def test_a_row_is_read_again_when_its_pid_may_have_come_back_or_it_was_read_too_young() -> None:
+    # A pid comes back only after the whole pid space: the fork count decides whether a row still holds.
+    pid_max = read_pid_max()
+    process, tag = await tagged_sleeper()
+    try:
+        row = scan(None, pid_max).rows[process.pid]
+        assert row.tag == tag
+        stale = Row(process.pid, row.start - 100, row.ppid, row.sid, "another family's")
+        forks = read_forks()
+        assert forks is not None
+        # Few forks since: the same pid is the same process, and its row is kept as read.
+        assert scan(Snapshot({process.pid: stale}, forks), pid_max).rows[process.pid] == stale
+        # As many forks as the pid space since (or an unknown count): read again, environment included.
+        for count in (forks - pid_max, None):
+            fresh = scan(Snapshot({process.pid: stale}, count), pid_max).rows[process.pid]
+            assert (fresh.start, fresh.tag) == (row.start, tag)
+        # Read while too young to trust: read again, whatever the count.
+        young = attrs.evolve(stale, start=row.start, tag=None, settled=False)
+        assert scan(Snapshot({process.pid: young}, forks), pid_max).rows[process.pid].tag == tag
+    finally:
+        await stop(process)

@@ -32,16 +32,18 @@ skip reclamation nor be held by it for longer than the graces add up to; and
 whatever happens inside, every member ever found is sent SIGKILL before
 ``reclaim`` returns, so no family is abandoned unsignalled.
 
-A scan reads ``/proc/PID/stat`` of every process (pid, parent, session,
-start time) with plain descriptors, and ``/proc/PID/environ`` only of a
-process it has not seen before: the tags read are kept by pid and start
-time, a process's identity. A server that exits on stdin EOF therefore costs
-the walk, its own exit and one scan: a few milliseconds. When many sessions
+Finding the other members means reading the whole process table. The first
+scan of a trio run reads ``/proc/PID/stat`` and ``/proc/PID/environ`` of every
+process; each later one lists ``/proc`` and reads only the processes the
+previous scan had not read (or read before they were a second old): a pid is
+handed out again only after the kernel has gone round the whole pid space,
+which the kernel's count of started processes rules out (see
+:func:`_scan_linux`). So a server that exits on stdin EOF costs the walk, its
+own exit and a listing of ``/proc``: a few milliseconds. When many sessions
 close at once, a :class:`_ProcessTable` per trio run shares one scan among
-all the reclaims that asked while it was pending, so closing N sessions
-costs a few scans, not 3N scans of a table that grows with N. A scan runs in
-the trio thread while it takes under 2 ms (less than waking a worker thread),
-in a worker thread otherwise.
+all the reclaims that asked while it was pending. A scan that reads only
+newcomers runs in the trio thread while it takes under 2 ms (less than
+waking a worker thread); a whole scan runs in a worker thread.
 
 Callers: the stdio transport (:mod:`.stdio`) tags and reclaims its server;
 :class:`Graces` is part of the public options (``wave_actors.TransportOptions``);
@@ -131,6 +133,8 @@ class _Row:
 
     :param start: when it started, in the platform's own unit (clock ticks
         since boot on Linux): with the pid, it names one process for good.
+    :param settled: it was old enough when read for the row to hold (see
+        :data:`_SETTLED_TICKS`); an unsettled row is read again by the next scan.
     """
 
     pid: int
@@ -138,6 +142,7 @@ class _Row:
     ppid: int
     sid: int | None
     tag: str | None
+    settled: bool = True
 
 
 def live_processes() -> Iterator[psutil.Process]:
@@ -227,37 +232,84 @@ def _boot_ticks() -> int:
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS)
 
 
-def _scan_linux(tags: dict[tuple[int, int], str | None]) -> dict[int, _Row]:
+@attrs.frozen
+class _Snapshot:
+    """A scan's rows, and what tells the next scan which of them still hold.
+
+    :param rows: every live process but this one, by pid.
+    :param forks: processes and threads the kernel had started when the
+        listing was taken (``processes`` in ``/proc/stat``), ``None`` if unknown.
+    """
+
+    rows: dict[int, _Row]
+    forks: int | None = None
+
+
+def _read_forks() -> int | None:
+    """How many processes and threads the kernel has started since boot (Linux)."""
+    data = _read(f"{_PROC}/stat", whole=True)
+    if data is None:
+        return None
+    found = data.find(b"\nprocesses ")
+    if found < 0:
+        return None
+    try:
+        return int(data[found + 11 : data.find(b"\n", found + 1)])
+    except ValueError:
+        return None
+
+
+def _read_pid_max() -> int:
+    data = _read(f"{_PROC}/sys/kernel/pid_max")
+    try:
+        return int(data or b"32768")
+    except ValueError:
+        return 32768
+
+
+def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     """Read the process table from ``/proc`` (blocking).
 
-    One read of ``/proc/PID/stat`` per process; ``/proc/PID/environ`` only for
-    a process not seen before (``tags`` remembers, by pid and start time, what
-    earlier scans read, and keeps only the processes alive now).
+    One read of ``/proc/PID/stat`` and ``/proc/PID/environ`` per process,
+    except for the processes ``previous`` has read already: a pid comes back
+    only after the kernel has handed out every other one, so while fewer
+    processes and threads than half the pid space were started between the
+    two listings, a pid listed by both is the same process, and its row holds
+    (a parent read then may have died since: the lineage it records is still
+    true). A row read while its process was younger than
+    :data:`_SETTLED_TICKS` is read again; the environment of a process whose
+    pid did come back is read again too.
     """
+    forks = _read_forks()
+    names = os.listdir(_PROC)
+    after = _read_forks()
+    trusted = (
+        previous is not None
+        and previous.forks is not None
+        and after is not None
+        and after - previous.forks < pid_max // 2
+    )
+    known = previous.rows if previous is not None else {}
     rows: dict[int, _Row] = {}
-    seen: dict[tuple[int, int], str | None] = {}
     me = os.getpid()
     now = _boot_ticks()
-    for name in os.listdir(_PROC):
+    for name in names:
         if not name.isdigit():
             continue
         pid = int(name)
         if pid == me:
             continue
+        old = known.get(pid)
+        if trusted and old is not None and old.settled:
+            rows[pid] = old
+            continue
         stat = _read_stat(pid)
         if stat is None or stat.state in ("Z", "X"):
             continue  # gone, or a zombie: nothing left to signal
-        key = (pid, stat.start)
-        if key in tags:
-            tag = seen[key] = tags[key]
-        else:
-            tag = _read_tag(pid)
-            if now - stat.start >= _SETTLED_TICKS:
-                seen[key] = tag  # a younger one is read again next time
-        rows[pid] = _Row(pid, stat.start, stat.ppid, stat.sid, tag)
-    tags.clear()
-    tags.update(seen)
-    return rows
+        same = old is not None and old.start == stat.start and old.settled
+        tag = old.tag if same and old is not None else _read_tag(pid)
+        rows[pid] = _Row(pid, stat.start, stat.ppid, stat.sid, tag, now - stat.start >= _SETTLED_TICKS)
+    return _Snapshot(rows, forks)
 
 
 def _scan_psutil() -> dict[int, _Row]:  # pragma: no cover - the table of platforms without /proc
@@ -354,9 +406,9 @@ class _ProcessTable:
         self._lock = trio.Lock()
         self._scanning = False
         self._completed = 0
-        self._rows: dict[int, _Row] = {}
-        self._tags: dict[tuple[int, int], str | None] = {}
-        self._inline = False  # the first scan reads every environment: a worker thread's job
+        self._snapshot: _Snapshot | None = None
+        self._pid_max = _read_pid_max() if _LINUX else 0
+        self._inline = False  # whether the last scan was quick
 
     async def rows(self) -> dict[int, _Row]:
         """A scan that started after this call (so it sees every process alive now)."""
@@ -368,17 +420,27 @@ class _ProcessTable:
                 try:
                     # A quick scan costs less than the hop to a worker thread (and than
                     # starting one, after 10 s without a scan); a slow one would hold up the loop.
-                    self._rows = self._scan() if self._inline else await trio.to_thread.run_sync(self._scan)
+                    if self._inline and self._rows_hold():
+                        self._snapshot = self._scan()
+                    else:
+                        self._snapshot = await trio.to_thread.run_sync(self._scan)
                 finally:
                     self._scanning = False
                 self._completed += 1
-            return self._rows
+            assert self._snapshot is not None
+            return self._snapshot.rows
 
-    def _scan(self) -> dict[int, _Row]:
+    def _rows_hold(self) -> bool:
+        """Whether the next scan will read only the processes started since the last one."""
+        previous = self._snapshot.forks if self._snapshot is not None else None
+        forks = _read_forks()
+        return previous is not None and forks is not None and forks - previous < self._pid_max // 2
+
+    def _scan(self) -> _Snapshot:
         started = time.perf_counter()
-        rows = _scan_linux(self._tags) if _LINUX else _scan_psutil()
+        snapshot = _scan_linux(self._snapshot, self._pid_max) if _LINUX else _Snapshot(_scan_psutil())
         self._inline = _LINUX and time.perf_counter() - started < _INLINE_SCAN
-        return rows
+        return snapshot
 
 
 _TABLE: trio.lowlevel.RunVar[_ProcessTable] = trio.lowlevel.RunVar("wave_actors_process_table")
