@@ -17,13 +17,17 @@ one *round* task: stop the others in reverse start order, wait out the
 delay, start them in start order. A round that a newer one overlaps is
 cancelled and its children not yet restarted join the newer one.
 
-Once a child reports started, its task lives in a nursery that the
-supervisor keeps inside a shielded scope: cancelling the code around
-``async with Supervisor.open()`` does not reach the children directly; the
-supervisor stops them itself, one at a time in reverse start order, each
-within its own deadline. Before it reports started, a child runs in the
-context of the caller of :meth:`Supervisor.start_child`, so cancelling that
-caller cancels the start (a lazy dial dies with the session that asked for it).
+Once a child reports started, its task lives in the supervisor's nursery,
+beside the body of ``async with Supervisor.open()``, and its scope shields
+it (cancelling a shielded scope itself still works): cancelling the code
+around the block does not reach the children directly; the supervisor stops
+them itself, one at a time in reverse start order, each within its own
+deadline. The watcher and round tasks are shielded the same way. Before it
+reports started, a child runs in the context of the caller of
+:meth:`Supervisor.start_child`, so cancelling that caller cancels the start
+(a lazy dial dies with the session that asked for it). No task of the
+supervisor's own holds the children: a supervisor with one running child
+costs the child's task and nothing more.
 """
 
 from __future__ import annotations
@@ -213,7 +217,6 @@ class Supervisor:
         self._nursery: trio.Nursery | None = None
         self._round: _Round | None = None
         self._closing = False
-        self._shutdown_done = trio.Event()
         self._body_scope = trio.CancelScope()
         self._escalation: RestartIntensityExceeded | None = None
         self._fatal: BaseException | None = None
@@ -233,7 +236,7 @@ class Supervisor:
     ) -> AsyncGenerator[Supervisor]:
         """Run a supervisor for the duration of an ``async with`` block.
 
-        The children run as tasks of nurseries this block owns. An exception
+        The children run as tasks of the nursery this block owns. An exception
         raised by the block's body is re-raised as is (not wrapped in an
         exception group) after the children are stopped.
 
@@ -271,13 +274,11 @@ class Supervisor:
         )
         body_error: BaseException | None = None
         try:
+            # The children run in this nursery, beside the body, each task of the
+            # supervisor's under a shield of its own (see the module's docstring):
+            # a cancelled owner stops them one by one below, never wholesale.
             async with trio.open_nursery() as nursery:
-                # Shielded: _host_children reports started at once, and a
-                # cancellation landing after it moved into the nursery but
-                # before start() returned would skip the shutdown below and
-                # leave it waiting forever.
-                with trio.CancelScope(shield=True):
-                    supervisor._nursery = await nursery.start(supervisor._host_children)
+                supervisor._nursery = nursery
                 try:
                     with supervisor._body_scope:
                         yield supervisor
@@ -296,13 +297,6 @@ class Supervisor:
             raise supervisor._escalation
         if body_error is not None:
             raise body_error
-
-    async def _host_children(self, *, task_status: trio.TaskStatus[trio.Nursery] = trio.TASK_STATUS_IGNORED) -> None:
-        # Shielded: children are cancelled by _stop, in order, never wholesale.
-        with trio.CancelScope(shield=True):
-            async with trio.open_nursery() as children:
-                task_status.started(children)
-                await self._shutdown_done.wait()
 
     async def start_child(self, spec: ChildSpec) -> ChildStatus:
         """Start a child and return once it reported started.
@@ -452,7 +446,6 @@ class Supervisor:
         self._begin_closing()
         for child in reversed(list(self._children.values())):
             await self._stop(child)
-        self._shutdown_done.set()
 
     async def _stop(self, child: _Child, reason: SiblingRestart | None = None) -> None:
         """Stop ``child`` for good and wait until it ended or was abandoned."""
@@ -486,10 +479,11 @@ class Supervisor:
             return child.ended.is_set() if incarnation is None else incarnation.over
 
         async def watch() -> None:
-            with trio.move_on_at(deadline):
-                await self._until(done)
-            if not done() and not child.abandoned:
-                self._abandon(child)
+            with trio.CancelScope(shield=True):  # the supervisor's own work: never cancelled from outside
+                with trio.move_on_at(deadline):
+                    await self._until(done)
+                if not done() and not child.abandoned:
+                    self._abandon(child)
 
         self._nursery.start_soon(watch, name=f"supervisors:deadline:{child.spec.name}")
 
@@ -587,6 +581,12 @@ class Supervisor:
                 # The snapshot is taken here: by the time start_child's caller
                 # resumes, the child may have crashed and be restarting.
                 first_start.started(child.status())
+                if trio.lowlevel.current_task().parent_nursery is self._nursery:
+                    # Moved into the supervisor's nursery, beside the owner's body: only
+                    # the supervisor may cancel it from now on (its own scope's cancel()
+                    # still works through the shield). A caller cancelled meanwhile
+                    # keeps the task, which ends with that caller's cancellation.
+                    child.scope.shield = True
 
         context = ChildContext(child.spec.name, incarnation.number, report_started=report_started)
         try:
@@ -765,7 +765,7 @@ class Supervisor:
         return gate
 
     async def _run_round(self, round_: _Round) -> None:
-        with round_.scope:
+        with trio.CancelScope(shield=True), round_.scope:  # stopped by its own scope, never from outside
             for member in reversed(self._in_start_order(round_.members)):
                 if self._round is not round_:
                     return
