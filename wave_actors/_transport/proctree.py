@@ -86,24 +86,28 @@ class Graces:
     """How long each reclamation stage waits before escalating (seconds).
 
     The defaults bound ``destroy_session`` at about 0.5 s for a server that
-    ignores stdin EOF and about 1 s for one that ignores SIGTERM too, while a
-    server that exits on EOF is never hurried. Measured on a 2-core Linux
-    machine (python 3.11, node 20), from stdin EOF after ``initialize`` to the
-    exit, over 20 runs each, quiet machine / loaded by a parallel test run:
+    ignores stdin EOF and about 1 s for one that ignores SIGTERM too. Measured
+    on a 2-core Linux machine (python 3.11, node 20), from stdin EOF after
+    ``initialize`` and ``tools/list`` to the exit, quiet machine / loaded by
+    parallel test runs (load average 3 to 9):
 
     - a stdlib Python server (``wave_actors.testing.fault_server_entry()``):
-      1.1-1.2 ms / p50 1.8 ms, max 5.6 ms;
-    - node ``@modelcontextprotocol/server-everything`` (stdio): 114-214 ms,
-      p50 164 ms, the same loaded;
+      1.1-1.2 ms / p50 1.8-3.4 ms, max 32 ms;
+    - node ``@modelcontextprotocol/server-everything`` (stdio): 12-20 ms once
+      it has run for a second; 164-420 ms when closed 0.2 s after it started,
+      330-490 ms right after ``initialize`` (a start-up timer keeps it alive);
     - the SDK's own Python server (``reference_server_entry()``): 114-242 ms /
-      p50 468-618 ms, max 924 ms. It stops serving within a millisecond; the
+      p50 310-760 ms, max 1.4 s. It stops serving within a millisecond; the
       rest is the interpreter tearing down its modules (a garbage collection
-      alone takes ~110 ms), so a SIGTERM that cuts it short loses nothing.
+      alone takes ~110 ms).
 
     and from SIGTERM to the exit, stdin still open: 1-12 ms for all three.
-    The EOF grace covers node and the SDK's server on a quiet machine twice
-    over; the TERM grace leaves a server with a SIGTERM handler half a second
-    to clean up. Per server, an entry's ``shutdown`` sets its own (R-KILL-9).
+    So the EOF grace lets a node server that has run for a second, and the
+    SDK's server on a quiet machine, exit by themselves twice over; SIGTERM
+    may cut short node closed right after its start, or the SDK's server on
+    a loaded machine, which loses nothing: they have stopped serving. The
+    TERM grace leaves a server with a SIGTERM handler half a second to clean
+    up. Per server, an entry's ``shutdown`` sets its own (R-KILL-9).
 
     :param eof: after closing stdin, for the server to exit on its own.
     :param term: after SIGTERM, before SIGKILL.
