@@ -1,4 +1,4 @@
-"""reclaim_latency: from ``host.destroy_session`` to "no process of the family left" (R-KILL-1, R-KILL-4).
+"""reclaim_latency: from ``host.destroy_session`` to "no process of the family left" (R-KILL-1, R-KILL-2, R-KILL-4).
 
 Each run creates a session, connects its servers, records every process of
 their families (the servers and their grandchildren, found by an environment
@@ -8,19 +8,32 @@ member was gone (dead or a zombie), and when ``destroy_session`` returned;
 any member still alive when ``destroy_session`` returned is counted (must be
 0: destroy returns only after reclamation).
 
-Cases: servers that exit on stdin EOF (the common, polite case), the same
-with a grandchild and a ``setsid`` grandchild, servers that ignore both
-SIGTERM and stdin EOF and have a grandchild (the worst case: only SIGKILL
-ends them, after both graces), sessions of 5 servers of either kind, and
-``--mass-sessions`` sessions destroyed all at once (a host shutting down).
-Graces are the library defaults unless ``--graces`` says otherwise.
+Cases, one per server behaviour: servers that exit on stdin EOF (the common,
+polite case), the same with a grandchild and a ``setsid`` grandchild, servers
+that ignore EOF but not SIGTERM (a node server busy with a call), servers
+that ignore both and have a grandchild (the worst case: only SIGKILL ends
+them, after both graces), sessions of 5 servers of either kind (5 stubborn
+servers must cost one grace, not 5: R-KILL-2), and ``--mass-sessions``
+sessions destroyed all at once (a host shutting down). Then real servers that
+exit on EOF by themselves: the SDK's own Python server and, when node and the
+conformance cache are installed (``make conformance``), node's
+``server-everything``. Last, for comparison, the bare SDK: ``stdio_client`` +
+``ClientSession`` closed around the same server that exits on EOF.
+
+Graces are the library defaults unless ``--graces`` says otherwise; with the
+defaults the summary holds the targets of ``destroy_session`` (its median
+return time): <= 5 ms for a server that exits on EOF, <= 0.7 s for one that
+ignores EOF, <= 1.2 s for one that ignores SIGTERM and EOF.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -31,22 +44,44 @@ import attrs
 import psutil
 import trio
 
-from benchmarks.report import Headline, Progress, Table, at_most, median, percentile
+from benchmarks.report import Headline, Progress, Table, at_most, info, median, percentile, ratio
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Graces, Host, ServerState, Session, SessionOptions, TransportOptions
-from wave_actors.testing import fault_server_entry, is_alive, kill_processes, process_census
+from wave_actors.testing import (
+    entry_command,
+    fault_server_entry,
+    is_alive,
+    kill_processes,
+    process_census,
+    reference_server_entry,
+)
 
 NAME = "reclaim_latency"
 CASE_VARIABLE = "WAVE_BENCH_CASE"
 
 OPTIONS = (
     Option("runs", int, 30, 4, "runs per single-server case whose servers exit on EOF"),
-    Option("slow_runs", int, 30, 1, "runs of the single-server case that only SIGKILL ends (~4 s each)"),
+    Option("eof_runs", int, 20, 2, "runs of the single-server case that ignores EOF (~0.5 s each)"),
+    Option("slow_runs", int, 20, 1, "runs of the single-server case that only SIGKILL ends (~1 s each)"),
     Option("multi_runs", int, 10, 2, "runs per 5-server case whose servers exit on EOF"),
-    Option("multi_slow_runs", int, 5, 0, "runs of the 5-server case that only SIGKILL ends (0: skip)"),
+    Option("multi_slow_runs", int, 5, 1, "runs of the 5-server case that only SIGKILL ends (0: skip)"),
     Option("mass_runs", int, 3, 1, "runs of the case destroying many sessions at once"),
     Option("mass_sessions", int, 50, 50, "sessions in that case"),
+    Option("real_runs", int, 5, 0, "runs per real server (the SDK's, node's server-everything; 0: skip)"),
+    Option("sdk_runs", int, 30, 4, "closes of a bare SDK stdio_client + ClientSession (0: skip)"),
     Option("graces", str, "", "", "eof,term,kill seconds (default: the library's Graces())"),
+)
+
+# Targets of destroy_session's median return time, with the default graces (issue 18).
+WELL_BEHAVED_TARGET_MS = 5.0
+IGNORES_EOF_TARGET_MS = 700.0
+STUBBORN_TARGET_MS = 1200.0
+# Five stubborn servers in one session against one: reclaimed together, they cost one grace.
+PARALLEL_TARGET = 1.2
+
+EVERYTHING = (
+    Path(__file__).resolve().parent.parent
+    / ".conformance-cache/suite/node_modules/@modelcontextprotocol/server-everything"
 )
 
 
@@ -56,29 +91,54 @@ class Case:
     servers: int
     behaviour: dict[str, object]
     sessions: int = 1
+    entry: dict[str, object] | None = None  # a server other than the fault server
 
     @property
-    def slow(self) -> bool:
-        return self.behaviour.get("exit_on_eof") is False
+    def kind(self) -> str:
+        """``polite`` (exits on EOF), ``eof`` (ignores EOF, not SIGTERM) or ``stubborn`` (ignores both)."""
+        if self.behaviour.get("exit_on_eof") is not False:
+            return "polite"
+        return "stubborn" if self.behaviour.get("ignore_sigterm") else "eof"
 
     def runs(self, arguments: argparse.Namespace) -> int:
+        if self.entry is not None:
+            return arguments.real_runs
         if self.sessions > 1:
             return arguments.mass_runs
         if self.servers > 1:
-            return arguments.multi_slow_runs if self.slow else arguments.multi_runs
-        return arguments.slow_runs if self.slow else arguments.runs
+            return arguments.multi_runs if self.kind == "polite" else arguments.multi_slow_runs
+        return {"polite": arguments.runs, "eof": arguments.eof_runs, "stubborn": arguments.slow_runs}[self.kind]
 
+    def entries(self, mark: str) -> dict[str, dict[str, object]]:
+        found: dict[str, dict[str, object]] = {}
+        for index in range(self.servers):
+            if self.entry is not None:
+                entry = dict(self.entry)
+            else:
+                entry = fault_server_entry(instructions=f"reclaim-{mark}-{index}", **self.behaviour)  # type: ignore[arg-type]
+            entry["env"] = {CASE_VARIABLE: mark}
+            found[f"s{index}"] = entry
+        return found
+
+    @property
+    def family_size(self) -> int:
+        """Processes per server: itself and its grandchildren."""
+        grandchildren = int(bool(self.behaviour.get("grandchild"))) + int(bool(self.behaviour.get("setsid_grandchild")))
+        return 1 + grandchildren
+
+
+POLITE = "exits on EOF"
+IGNORES_EOF = "ignores EOF (not SIGTERM)"
+STUBBORN = "ignores SIGTERM and EOF, grandchild"
+STUBBORN_FIVE = "5 servers ignoring SIGTERM and EOF, grandchild each"
 
 CASES = (
-    Case("exits on EOF", 1, {}),
+    Case(POLITE, 1, {}),
     Case("exits on EOF, grandchild + setsid grandchild", 1, {"grandchild": True, "setsid_grandchild": True}),
-    Case("ignores SIGTERM and EOF, grandchild", 1, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
+    Case(IGNORES_EOF, 1, {"exit_on_eof": False}),
+    Case(STUBBORN, 1, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
     Case("5 servers exiting on EOF, grandchild each", 5, {"grandchild": True}),
-    Case(
-        "5 servers ignoring SIGTERM and EOF, grandchild each",
-        5,
-        {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True},
-    ),
+    Case(STUBBORN_FIVE, 5, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
 )
 
 
@@ -91,6 +151,28 @@ def _mass_case(sessions: int) -> Case:
     )
 
 
+def _everything_entry() -> dict[str, object] | None:
+    """node's server-everything over stdio, when node and the conformance cache are installed."""
+    node = shutil.which("node")
+    manifest = EVERYTHING / "package.json"
+    if node is None or not manifest.is_file():
+        return None
+    command = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
+    script = command if isinstance(command, str) else next(iter(command.values()))
+    return {"type": "stdio", "command": node, "args": [str(EVERYTHING / script), "stdio"]}
+
+
+def _real_cases() -> tuple[list[Case], list[str]]:
+    cases = [Case("the SDK's Python server (exits on EOF)", 1, {}, entry=reference_server_entry())]
+    notes: list[str] = []
+    everything = _everything_entry()
+    if everything is None:
+        notes.append("node's server-everything: skipped (needs node and `make conformance`'s .conformance-cache)")
+    else:
+        cases.append(Case("node server-everything (exits on EOF)", 1, {}, entry=everything))
+    return cases, notes
+
+
 def _family(mark: str) -> list[psutil.Process]:
     """The live processes of one session's servers: only they carry its case mark."""
     return process_census(CASE_VARIABLE, mark, descendants=False)
@@ -101,19 +183,14 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
     marks = [uuid.uuid4().hex for _ in range(case.sessions)]
     sessions: list[Session] = []
     for mark in marks:
-        entries: dict[str, dict[str, object]] = {}
-        for index in range(case.servers):
-            entry = fault_server_entry(instructions=f"reclaim-{mark}-{index}", **case.behaviour)  # type: ignore[arg-type]
-            entry["env"] = {CASE_VARIABLE: mark}
-            entries[f"s{index}"] = entry
-        sessions.append(await host.create_session(workdir, entries))
+        sessions.append(await host.create_session(workdir, case.entries(mark)))
     async with trio.open_nursery() as nursery:
         for session in sessions:
             nursery.start_soon(session.prepare_turn)
     for session in sessions:
         if {status.state for status in session.servers()} != {ServerState.CONNECTED}:
             raise RuntimeError(f"{case.label}: servers did not connect: {[s.error for s in session.servers()]}")
-    per_server = 1 + int(bool(case.behaviour.get("grandchild"))) + int(bool(case.behaviour.get("setsid_grandchild")))
+    per_server = case.family_size
     families: dict[str, list[psutil.Process]] = {}
     for mark in marks:
         # Grandchildren are spawned at server start, before initialize is answered; allow a moment to be sure.
@@ -157,6 +234,40 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
     return times
 
 
+async def _bare_sdk_close(workdir: Path) -> float:
+    """Seconds a bare SDK ``stdio_client`` + ``ClientSession`` takes to close around a server that exits on EOF."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    command = entry_command(fault_server_entry())
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ), cwd=workdir)
+    with open(os.devnull, "w") as devnull:
+        async with contextlib.AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(stdio_client(parameters, errlog=devnull))
+            client = await stack.enter_async_context(ClientSession(read, write))
+            await client.initialize()
+            started = time.perf_counter()
+        return time.perf_counter() - started
+
+
+def _targets(returned: dict[str, float], defaults: bool) -> list[Headline]:
+    """The summary's destroy_session headlines: targets with the default graces, plain figures otherwise."""
+    figures = [
+        (f"destroy_session p50, server {POLITE}", POLITE, WELL_BEHAVED_TARGET_MS),
+        (f"destroy_session p50, server {IGNORES_EOF}", IGNORES_EOF, IGNORES_EOF_TARGET_MS),
+        (f"destroy_session p50, server {STUBBORN}", STUBBORN, STUBBORN_TARGET_MS),
+    ]
+    headlines: list[Headline] = []
+    for metric, label, target in figures:
+        if label in returned:
+            value = returned[label]
+            headlines.append(at_most(metric, value, target, "ms") if defaults else info(metric, value, "ms"))
+    if STUBBORN_FIVE in returned and STUBBORN in returned:
+        metric = "destroy_session p50, 5 stubborn servers / 1 (one grace, not 5)"
+        headlines.append(at_most(metric, ratio(returned[STUBBORN_FIVE], returned[STUBBORN]), PARALLEL_TARGET))
+    return headlines
+
+
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     if arguments.graces:
         eof, term, kill = (float(value) for value in arguments.graces.split(","))
@@ -171,10 +282,12 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         ["case", "runs", "processes", "p50 ms", "p99 ms", "max ms", "destroy returned p50 ms", "alive at return"],
     )
     alive_at_return = 0
+    returned_p50: dict[str, float] = {}
+    real_cases, real_notes = _real_cases() if arguments.real_runs > 0 else ([], [])
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
         workdir = Path(directory)
         async with Host.open(home=workdir / "home", options=options) as host:
-            for case in (*CASES, _mass_case(arguments.mass_sessions)):
+            for case in (*CASES, _mass_case(arguments.mass_sessions), *real_cases):
                 runs = case.runs(arguments)
                 if runs <= 0:
                     continue
@@ -186,6 +299,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 gone = [result["gone_s"] * 1000 for result in results]
                 finished = [value for value in gone if not math.isnan(value)]
                 returned = [result["returned_s"] * 1000 for result in results]
+                returned_p50[case.label] = median(returned)
                 alive = int(sum(result["alive_at_return"] for result in results))
                 table.add(
                     case.label,
@@ -197,9 +311,6 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                     median(returned),
                     alive,
                 )
-                outcome.headlines.append(
-                    Headline(f"p50 {case.label}", median(finished) if len(finished) == len(gone) else math.nan, "ms")
-                )
                 alive_at_return += alive
                 never = sum(1 for value in gone if math.isnan(value))
                 if never:
@@ -207,13 +318,26 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                         f"{case.label}: in {never} run(s) family members were still alive 30 s after destroy "
                         "returned (times shown as '-'; killed by the benchmark)"
                     )
+        if arguments.sdk_runs > 0:
+            closes: list[float] = []
+            for index in range(arguments.sdk_runs):
+                progress.update("bare SDK", f"close {index + 1}/{arguments.sdk_runs}")
+                closes.append(await _bare_sdk_close(workdir) * 1000)
+            outcome.data["bare_sdk_close_ms"] = closes
+            label = "bare SDK stdio_client + ClientSession close, server exits on EOF"
+            table.add(label, len(closes), 1, math.nan, math.nan, math.nan, median(closes), 0)
+            outcome.headlines.append(info("bare SDK close p50, server exits on EOF", median(closes), "ms"))
     table.notes += [
         "processes: per run (servers + grandchildren), found by an env mark on the entries.",
         "N sessions at once: every destroy_session starts together; times run until the last family is gone.",
         "p99 is nearest-rank (with <= 100 runs it is the maximum); a member is gone once dead or a zombie.",
-        f"a server ignoring SIGTERM and EOF costs the eof grace + the term grace (~{(graces.eof + graces.term) * 1000:.0f} ms) by design.",
+        f"a server ignoring EOF costs the eof grace (~{graces.eof * 1000:.0f} ms); one ignoring SIGTERM too, "
+        f"the eof grace + the term grace (~{(graces.eof + graces.term) * 1000:.0f} ms), by design.",
+        "bare SDK: only the time its close took (it waits for the server's exit, grandchildren aside).",
+        *real_notes,
     ]
     outcome.tables.append(table)
+    outcome.headlines[:0] = _targets(returned_p50, defaults=not arguments.graces)
     outcome.headlines.append(
         at_most("family members alive when destroy returned", float(alive_at_return), 0, invariant=True)
     )
