@@ -172,8 +172,9 @@ def live_processes() -> Iterator[psutil.Process]:
 _PROC: Final = "/proc"
 _LINUX: Final = sys.platform.startswith("linux")
 _TICKS: Final = os.sysconf("SC_CLK_TCK") if _LINUX else 100
-# A process's tag is read once, unless it was younger than this when read: a
-# fork that has not yet exec'd still shows its parent's environment.
+# A process is read once per trio run, unless it was younger than this when
+# read: a fork that has not yet called setsid and exec'd shows its parent's
+# session and environment.
 _SETTLED_TICKS: Final = _TICKS
 # ``/proc/PID/task/TID/children`` exists when the kernel was built with CONFIG_PROC_CHILDREN (most are).
 _CHILDREN_FILES: Final = _LINUX and os.path.exists(f"{_PROC}/self/task/{os.getpid()}/children")
