@@ -1,26 +1,49 @@
 """Spawning a stdio server that the kernel signals when its host dies (``PR_SET_PDEATHSIG``, R-KILL-7).
 
-The child asks for SIGTERM on its parent's death between fork and exec, and
-the request survives the exec. SIGTERM, not SIGKILL: a server that forwards
-it (``npx``, shells, supervisors) takes its own children down with it, and
-the watchdog follows with SIGKILL where it does not.
+The server asks for SIGTERM on its parent's death before it runs, and the
+request survives the exec. SIGTERM, not SIGKILL: a server that forwards it
+(``npx``, shells, supervisors) takes its own children down with it, and the
+watchdog follows with SIGKILL where it does not.
 
-.. note:: The "parent" of ``PR_SET_PDEATHSIG`` is the *thread* that forked,
+.. note:: The "parent" of ``PR_SET_PDEATHSIG`` is the *thread* that spawned,
    not the process: the signal fires when that thread exits, even though the
-   process lives on. ``trio.lowlevel.open_process`` forks in one of trio's
+   process lives on. ``trio.lowlevel.open_process`` spawns in one of trio's
    cached worker threads (``trio.to_thread.run_sync(subprocess.Popen, ...)``
    in trio 0.35), and an idle worker thread exits after 10 s -- every server
-   it spawned would get SIGTERM ten seconds later. So servers are forked here
-   by one thread of our own that lives as long as the process and does
-   nothing else, and the result is wrapped into a :class:`trio.Process` as
-   ``open_process`` would (the same pipes, trio's ``Process`` constructor).
+   it spawned would get SIGTERM ten seconds later. So servers are spawned
+   here by a few threads of our own (:data:`_SPAWNER_THREADS`, started as
+   needed) that live as long as the process and do nothing else, and the
+   result is wrapped into a :class:`trio.Process` as ``open_process`` would
+   (the same pipes, trio's ``Process`` constructor).
 
-The price: the request is code run in the child before exec, so Python
-forks instead of using ``vfork`` -- some 5 to 8 ms more per server start in
-a 75 MB host, next to the tens or hundreds of milliseconds a server takes
-to start. (An exec helper such as ``setpriv --pdeathsig`` would avoid it, at
-the cost of an outside binary and of "command not found" becoming an exit
-status instead of an ``OSError``.)
+How the request is made. It is a ``prctl`` call in the new process before
+it execs the server. Made by Python code there (``preexec_fn``), it makes
+Python ``fork`` instead of ``vfork``, and a fork is dear in a host: it copies
+the host's page tables under the GIL (5 to 7 ms per spawn in a 75 MB host,
+17 ms at 275 MB, against 0.2 ms for ``vfork``), and leaves every page of the
+host copy-on-write, so the host's threads then fault on their next write to
+each. Dialing 20 stdio servers that way cost the host 230 ms of CPU (the
+event loop's thread 130 ms) where the bare SDK's same dials cost 50 ms, and
+the turn took 1.3 to 1.5 times as long. So where util-linux's ``setpriv``
+can make the request (``--pdeathsig``, util-linux 2.33 and later; found once,
+by a trial run, :func:`find_setpriv`), the server is ``vfork``-ed through it:
+``setpriv --pdeathsig SIGTERM -- argv...`` makes the call and execs the server
+in the same process (same pid, session, environment and ``argv``; the
+family tag is in the environment from the start), for about 1 ms of CPU in
+the new process. The host's CPU for those 20 dials drops to 50 to 80 ms.
+
+``setpriv`` reports a command it cannot run only as an exit status, so the
+command is looked up first as ``exec`` would (:func:`check_command`), and a
+missing or non-executable command still fails with the ``OSError`` the
+spawn would have raised. Two differences remain, both harmless: a file that
+is executable but no program is handed to ``/bin/sh`` by ``setpriv``'s
+``execvp`` (Python's exec fails with ``ENOEXEC``), and a host killed within
+the millisecond between the spawn and ``setpriv``'s ``prctl`` leaves that
+server without the signal -- the watchdog, told of the family before the
+spawn, still reclaims it.
+
+Without a usable ``setpriv`` the request is the ``preexec_fn`` fork, with a
+check that the host did not die between the fork and the ``prctl``.
 
 Where any of that is unavailable (not Linux; a trio without the constructor)
 :func:`open_server_process` is ``trio.lowlevel.open_process`` and nothing
@@ -29,9 +52,11 @@ else changes: the watchdog still guards the family.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -50,6 +75,14 @@ PARENT_DEATH_SIGNAL: Final = signal.SIGTERM
 
 _AVAILABLE: Final = PRCTL_AVAILABLE and hasattr(trio.Process, "_create")
 
+# Where setpriv is looked for besides the host's own PATH.
+_SETPRIV_PATH: Final = "/usr/bin:/bin:/usr/sbin:/sbin"
+_PROBE_LIMIT: Final = 5.0
+# Spawner threads at most. One spawns 20 servers one after the other, each
+# waiting for the GIL at every system call while the event loop is busy with
+# the servers already up; four overlap those waits. An idle one costs ~28 KiB.
+_SPAWNER_THREADS: Final = 4
+
 
 def parent_death_signal_available() -> bool:
     """Whether servers are spawned with a parent-death signal here."""
@@ -64,19 +97,107 @@ def _ask_for_parent_death_signal(host: int) -> None:
         os._exit(1)
 
 
+def _setpriv_argv(setpriv: str, argv: Sequence[str]) -> list[str]:
+    return [setpriv, "--pdeathsig", PARENT_DEATH_SIGNAL.name, "--", *argv]
+
+
+def find_setpriv() -> str | None:
+    """The path of a ``setpriv`` that sets the parent-death signal and execs, or ``None``.
+
+    Blocking: a trial run of ``setpriv --pdeathsig SIGTERM -- setpriv --version``
+    (two execs of a small binary, a few milliseconds). The spawner thread runs it once.
+    """
+    search = os.pathsep.join(part for part in (os.environ.get("PATH", ""), _SETPRIV_PATH) if part)
+    found = shutil.which("setpriv", path=search)
+    if found is None:
+        return None
+    setpriv = os.path.abspath(found)
+    try:
+        trial = subprocess.run(
+            _setpriv_argv(setpriv, [setpriv, "--version"]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=_PROBE_LIMIT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return setpriv if trial.returncode == 0 else None
+
+
+def check_command(command: str, env: Mapping[str, str], cwd: str | None) -> None:
+    """Raise the ``OSError`` that exec'ing ``command`` would, before handing it to ``setpriv``.
+
+    The lookup of :mod:`subprocess` (and of ``execvp``): a command with a
+    slash is itself, relative to ``cwd``; a bare name is searched in the
+    entry's ``PATH`` (``os.defpath`` without one).
+
+    :raises FileNotFoundError: nothing by that name.
+    :raises PermissionError: only something that cannot be executed (a directory, no execute bit).
+    """
+    if os.path.dirname(command):
+        candidates = [command]
+    else:
+        candidates = [os.path.join(directory, command) for directory in os.get_exec_path(dict(env))]
+    denied = False
+    for candidate in candidates:
+        path = os.path.join(cwd, candidate) if cwd is not None else candidate
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return
+        denied = denied or os.path.exists(path)
+    code = errno.EACCES if denied else errno.ENOENT
+    raise (PermissionError if denied else FileNotFoundError)(code, os.strerror(code), command)
+
+
+_Job = Callable[["str | None"], None]
+
+
 class _Spawner:
-    """One long-lived daemon thread that forks every server (see the module's note)."""
+    """Long-lived daemon threads that spawn every server (see the module's note).
 
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="wave-actors-spawner", daemon=True)
-        self._thread.start()
+    A thread is started whenever a job finds none idle, up to ``most``; none
+    ever ends. The first one looks for ``setpriv`` before taking a job, and
+    each job is handed its path (``None``: fork).
+    """
 
-    def _serve(self) -> None:
+    def __init__(self, find: Callable[[], str | None], most: int) -> None:
+        self._find = find
+        self._most = most
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job and not yet promised one
+        self._found = threading.Event()
+        self._setpriv: str | None = None
+        self.threads: list[threading.Thread] = []
+
+    def _serve(self, first: bool) -> None:
+        if first:
+            try:
+                self._setpriv = self._find()
+            except Exception:  # this thread must never end; forking always works
+                self._setpriv = None
+            self._found.set()
+        self._found.wait()
+        setpriv = self._setpriv
         while True:
-            self._jobs.get()()  # each job catches its own errors: this thread must never end
+            self._jobs.get()(setpriv)  # each job catches its own errors: this thread must never end
+            with self._lock:
+                self._idle += 1
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: _Job) -> None:
+        thread: threading.Thread | None = None
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            elif len(self.threads) < self._most:
+                number = len(self.threads) + 1
+                thread = threading.Thread(target=self._serve, args=(number == 1,), name=f"wave-actors-spawner-{number}")
+                thread.daemon = True
+                self.threads.append(thread)
+            # else every thread is busy: the job waits for the first one free
+        if thread is not None:
+            thread.start()
         self._jobs.put(job)
 
 
@@ -88,7 +209,7 @@ def _the_spawner() -> _Spawner:
     global _spawner
     with _spawner_lock:
         if _spawner is None:
-            _spawner = _Spawner()
+            _spawner = _Spawner(find_setpriv, _SPAWNER_THREADS)
         return _spawner
 
 
@@ -126,25 +247,29 @@ async def open_server_process(argv: Sequence[str], *, env: Mapping[str, str], cw
     stderr_read, stderr_write = os.pipe()
     child_ends = (stdin_read, stdout_write, stderr_write)
     our_ends = (stdin_write, stdout_read, stderr_read)
-    spawn = functools.partial(
+    environment = dict(env)
+    popen = functools.partial(
         subprocess.Popen,
-        list(argv),
         stdin=stdin_read,
         stdout=stdout_write,
         stderr=stderr_write,
-        env=dict(env),
+        env=environment,
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=functools.partial(_ask_for_parent_death_signal, os.getpid()),
     )
     token = trio.lowlevel.current_trio_token()
     done = trio.Event()
     spawned: list[subprocess.Popen[bytes]] = []
     failed: list[BaseException] = []
 
-    def job() -> None:
+    def job(setpriv: str | None) -> None:
         try:
-            spawned.append(spawn())
+            if setpriv is None:
+                host = os.getpid()
+                spawned.append(popen(list(argv), preexec_fn=functools.partial(_ask_for_parent_death_signal, host)))
+            else:
+                check_command(argv[0], environment, cwd)
+                spawned.append(popen(_setpriv_argv(setpriv, argv)))
         except BaseException as error:  # handed to the waiting task, which raises it
             failed.append(error)
         token.run_sync_soon(done.set)  # the waiter is shielded: its run is still there
