@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag
 from wave_actors._watchdog import parent_death
+from wave_actors._watchdog.families import registry
 
 pytestmark = pytest.mark.skipif(
     not parent_death.parent_death_signal_available(), reason="the parent-death signal is Linux only"
@@ -150,3 +152,34 @@ def test_check_command_follows_the_lookup_of_exec(tmp_path: Path) -> None:
         parent_death.check_command("server-python", {"PATH": str(tmp_path)}, None)  # a bare name is not cwd-relative
     with pytest.raises(FileNotFoundError):
         parent_death.check_command("bin/server-python", {}, str(tmp_path / "bin"))
+
+
+class Lines:
+    """A registry listener that keeps every line it is told."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def send(self, data: bytes) -> None:
+        self.lines += data.decode().splitlines()
+
+
+async def test_the_spawner_tells_the_registry_the_servers_pid_and_a_second_report_says_nothing(way: str) -> None:
+    # R-KILL-7: the watchdog learns the root from the spawner thread, before the event loop resumes.
+    lines = Lines()
+    tag = family_tag()
+    registry.attach(lines)
+    try:
+        registry.begin(tag, Graces())
+        process = await parent_death.open_server_process(
+            [sys.executable, "-I", "-c", "pass"], env={**os.environ, FAMILY_VARIABLE: tag}, cwd=None
+        )
+        [family] = [family for family in registry.families() if family.tag == tag]
+        assert family.root == process.pid
+        registry.started(tag, process.pid)  # what the transport says next
+        await run_to_end(process)
+        registry.end(tag)
+    finally:
+        registry.end(tag)
+        registry.detach(lines)
+    assert [line.split()[0] for line in lines.lines if tag in line] == ["begin", "root", "end"]

@@ -75,14 +75,23 @@ class FamilyRegistry:
             self._tell(family.begin_line())
 
     def started(self, tag: str, pid: int) -> None:
-        """The family's server is ``pid``."""
+        """The family's server is ``pid``.
+
+        Said twice for a server spawned with a parent-death signal: by the
+        spawner thread as soon as it has the pid (:mod:`.parent_death`), then
+        by the transport, whose call then costs nothing.
+        """
         if not LINUX:
             return
+        with self._lock:
+            family = self._families.get(tag)
+            if family is None or family.root == pid:
+                return  # ended already, or told already
         stat = read_stat(pid)
         with self._lock:
             family = self._families.get(tag)
-            if family is None or stat is None:
-                return  # ended already, or exited before we looked: found by tag alone
+            if family is None or stat is None or family.root == pid:
+                return  # ended already, or exited before we looked (found by tag alone), or told meanwhile
             family = attrs.evolve(family, root=pid, start=stat.start)
             self._families[tag] = family
             self._tell(family.root_line())

@@ -45,6 +45,13 @@ spawn, still reclaims it.
 Without a usable ``setpriv`` the request is the ``preexec_fn`` fork, with a
 check that the host did not die between the fork and the ``prctl``.
 
+Either way the spawner thread tells the family registry the server's pid
+(:meth:`~wave_actors._watchdog.families.FamilyRegistry.started`, by the tag
+in its environment) as soon as it has it: the watchdog learns the root
+before the event loop even resumes, and the event loop makes none of those
+system calls (``/proc``, the watchdog's socket), each of which cost it a
+wait for the GIL while the spawner threads ran -- 12 ms per 20 dials.
+
 Where any of that is unavailable (not Linux; a trio without the constructor)
 :func:`open_server_process` is ``trio.lowlevel.open_process`` and nothing
 else changes: the watchdog still guards the family.
@@ -54,6 +61,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import queue
 import shutil
@@ -65,9 +73,13 @@ from typing import Final
 
 import trio
 
+from wave_actors._transport.proctree import FAMILY_VARIABLE
+from wave_actors._watchdog.families import registry as families
 from wave_actors._watchdog.linux import PR_SET_PDEATHSIG, PRCTL_AVAILABLE, prctl
 
 __all__ = ["PARENT_DEATH_SIGNAL", "open_server_process", "parent_death_signal_available"]
+
+logger = logging.getLogger(__name__)
 
 PARENT_DEATH_SIGNAL: Final = signal.SIGTERM
 """What a server receives when its host dies."""
@@ -272,6 +284,16 @@ async def open_server_process(argv: Sequence[str], *, env: Mapping[str, str], cw
                 spawned.append(popen(_setpriv_argv(setpriv, argv)))
         except BaseException as error:  # handed to the waiting task, which raises it
             failed.append(error)
+        else:
+            # Told from here, at once: the event loop makes no system call for it (reading
+            # /proc, writing to the watchdog), and waits for no GIL after each. The
+            # transport says it again, so a failure here loses nothing.
+            tag = environment.get(FAMILY_VARIABLE)
+            try:
+                if tag is not None:
+                    families.started(tag, spawned[0].pid)
+            except Exception:  # this thread must never end, and the waiter must be woken
+                logger.debug("could not report the root of family %s", tag, exc_info=True)
         token.run_sync_soon(done.set)  # the waiter is shielded: its run is still there
 
     try:
