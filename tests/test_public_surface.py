@@ -50,6 +50,7 @@ UNIT_TESTS_OF = {
     "tests/config": ("wave_actors._config",),
     "tests/transport": ("wave_actors._transport",),
     "tests/cache": ("wave_actors._cache",),
+    "tests/watchdog": ("wave_actors._watchdog",),
 }
 
 

@@ -14,15 +14,17 @@ import json
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag
+from wave_actors import Graces
 from wave_actors._watchdog import parent_death
 from wave_actors._watchdog.families import registry
+from wave_actors.testing import FAMILY_VARIABLE
 
 pytestmark = pytest.mark.skipif(
     not parent_death.parent_death_signal_available(), reason="the parent-death signal is Linux only"
@@ -167,7 +169,7 @@ class Lines:
 async def test_the_spawner_tells_the_registry_the_servers_pid_and_a_second_report_says_nothing(way: str) -> None:
     # R-KILL-7: the watchdog learns the root from the spawner thread, before the event loop resumes.
     lines = Lines()
-    tag = family_tag()
+    tag = f"test-{uuid.uuid4().hex}"
     registry.attach(lines)
     try:
         registry.begin(tag, Graces())
