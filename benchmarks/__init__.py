@@ -1,7 +1,7 @@
 """Benchmarks for wave-actors: overhead, dial concurrency, idle cost, race storms, reclamation.
 
 Run them all with ``python -m benchmarks`` (what ``make bench`` does; about
-eight minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a
+ten minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a
 smoke run well under a minute). Each scenario also runs alone::
 
     python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
