@@ -36,9 +36,9 @@ scan = proctree._scan_linux  # pyright: ignore[reportPrivateUsage]
 Snapshot = proctree._Snapshot  # pyright: ignore[reportPrivateUsage]
 
 # Sleeps until killed; it never reads anything, so only a signal ends it.
-SLEEPER = "import time\nwhile True: time.sleep(60)"
+SLEEPER = "import signal\nwhile True: signal.pause()"
 # The same, saying so on stdout once it runs (its environment is then its own, not its parent's).
-READY_SLEEPER = "import time\nprint('ready', flush=True)\nwhile True: time.sleep(60)"
+READY_SLEEPER = "import signal\nprint('ready', flush=True)\nwhile True: signal.pause()"
 
 SERVER = textwrap.dedent(
     """
