@@ -31,7 +31,7 @@ from typing import Any
 
 import trio
 
-from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
+from benchmarks.report import Headline, Progress, Table, at_most, median, ratio, short_site
 from benchmarks.scenario import Option, Outcome, main
 
 NAME = "connected_scale"
@@ -88,7 +88,7 @@ def _our_frame(frames: Any) -> str:
             if marker in filename:
                 return f"{marker.strip('/')}/{filename.split(marker, 1)[1]}:{frame.lineno}"
     last = frames[-1]
-    return f"(outside) {_short_site(f'{last.filename}:{last.lineno}')}"
+    return f"(outside) {short_site(f'{last.filename}:{last.lineno}')}"
 
 
 async def _worker(side: str, servers: int, trace: bool) -> dict[str, Any]:
@@ -127,7 +127,7 @@ async def _worker(side: str, servers: int, trace: bool) -> dict[str, Any]:
                 statistics = snapshot.statistics("lineno")
                 result["traced_bytes_per_server"] = sum(stat.size for stat in statistics) / servers
                 result["top_sites"] = [
-                    {"site": _short_site(str(stat.traceback)), "bytes_per_server": stat.size / servers}
+                    {"site": short_site(str(stat.traceback)), "bytes_per_server": stat.size / servers}
                     for stat in statistics[:25]
                 ]
                 ours: Counter[str] = Counter()
@@ -200,13 +200,6 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         outcome.tables += [sites, frames]
         outcome.headlines.append(Headline("traced bytes per connected stdio server", ours["traced_bytes_per_server"]))
     return outcome
-
-
-def _short_site(site: str) -> str:
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
-        if marker in site:
-            return site.split(marker, 1)[1]
-    return site
 
 
 def _worker_main(argv: list[str]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from benchmarks.report import Headline, Progress, Table, at_most, median
+from benchmarks.report import Headline, Progress, Table, at_most, median, short_site
 from benchmarks.scenario import Option, Outcome, main
 
 NAME = "idle_scale"
@@ -160,16 +160,9 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             ["allocation site", "bytes/session", "blocks"],
         )
         for site in traced["top_sites"][:12]:
-            sites.add(_short_site(site["site"]), site["bytes_per_session"], site["count"])
+            sites.add(short_site(site["site"]), site["bytes_per_session"], site["count"])
         outcome.tables.append(sites)
     return outcome
-
-
-def _short_site(site: str) -> str:
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
-        if marker in site:
-            return site.split(marker, 1)[1]
-    return site
 
 
 def _worker_main(argv: list[str]) -> None:

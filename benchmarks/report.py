@@ -47,6 +47,17 @@ def ratio(numerator: float, denominator: float) -> float:
 # Tables.
 
 
+_ROOT = str(Path(__file__).resolve().parent.parent) + "/"
+
+
+def short_site(site: str) -> str:
+    """An allocation site (``path:line``) without the directories every site shares."""
+    for marker in ("site-packages/", _ROOT, "lib/python3.11/"):
+        if marker in site:
+            return site.split(marker, 1)[1]
+    return site
+
+
 def format_number(value: object, digits: int = 3) -> str:
     """A cell: integers as they are, floats with ``digits`` significant figures, NaN as a dash."""
     if isinstance(value, bool):

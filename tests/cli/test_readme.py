@@ -85,39 +85,45 @@ def section_blocks(title: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```$", "".join(lines), flags=re.MULTILINE | re.DOTALL)
 
 
-def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_path: Path) -> None:
-    # R-WS-1..4, R-APR-2: the example runs and prints exactly what the README shows.
-    [example] = section_blocks("Presenting tools to a model", "python")
-    [expected] = section_blocks("Presenting tools to a model", "text")
-    for name in ("LoadModeResolver", "tool_declarations(mode)", "working_set().render()", "approval_decision"):
+def assert_section_prints_what_it_shows(tmp_path: Path, title: str, *names: str) -> str:
+    """Run the python block of the README section ``title``: it uses ``names`` and prints exactly its text block."""
+    [example] = section_blocks(title, "python")
+    [expected] = section_blocks(title, "text")
+    for name in names:
         assert name in example, name
     completed = run_example(tmp_path, example)
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == expected
-    assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
     assert completed.stderr == ""
+    return expected
+
+
+def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_path: Path) -> None:
+    # R-WS-1..4, R-APR-2: the example runs and prints exactly what the README shows.
+    expected = assert_section_prints_what_it_shows(
+        tmp_path,
+        "Presenting tools to a model",
+        "LoadModeResolver",
+        "tool_declarations(mode)",
+        "working_set().render()",
+        "approval_decision",
+    )
+    assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
 
 
 def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
     # R-INS-2: the three-turn example runs and prints exactly what the README shows.
-    [example] = section_blocks("Server instructions in the conversation", "python")
-    [expected] = section_blocks("Server instructions in the conversation", "text")
-    completed = run_example(tmp_path, example)
-
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == expected
-    assert completed.stderr == ""
+    assert_section_prints_what_it_shows(tmp_path, "Server instructions in the conversation")
 
 
 def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path: Path) -> None:
     # R-SCOPE-1, R-SCOPE-2: the example runs and prints exactly what the README shows.
-    [example] = section_blocks("One server process per project", "python")
-    [expected] = section_blocks("One server process per project", "text")
-    for name in ('ownership="project"', "ProjectOptions", "reconcile", "project_servers"):
-        assert name in example, name
-    completed = run_example(tmp_path, example)
-
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == expected
-    assert completed.stderr == ""
+    assert_section_prints_what_it_shows(
+        tmp_path,
+        "One server process per project",
+        'ownership="project"',
+        "ProjectOptions",
+        "reconcile",
+        "project_servers",
+    )

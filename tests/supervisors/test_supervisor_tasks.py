@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import trio
 import trio.testing
-from supervisor_support import NO_DELAY, Run
+from supervisor_support import NO_DELAY, ignores_cancellation_for
 
 from supervisors import ChildContext, ChildEvent, ChildSpec, EventKind, RestartIntensity, Supervisor
 from wave_actors.testing import count_tasks
@@ -35,22 +35,11 @@ async def test_a_cancelled_owner_still_abandons_a_stuck_child_at_its_deadline(
 ) -> None:
     # The deadline watcher runs beside the owner's body: the owner's cancellation
     # must not end it, or a stuck child would never be reported abandoned.
-    def stops_in(seconds: float) -> Run:
-        async def run(context: ChildContext) -> None:
-            context.started()
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await trio.sleep(seconds)
-
-        return run
-
     events: list[ChildEvent] = []
     with trio.move_on_after(1):
         async with Supervisor.open(on_event=events.append) as supervisor:
-            await supervisor.start_child(ChildSpec("slow", stops_in(3.0), shutdown_timeout=5.0))
-            await supervisor.start_child(ChildSpec("stuck", stops_in(100.0), shutdown_timeout=2.0))
+            await supervisor.start_child(ChildSpec("slow", ignores_cancellation_for(3.0), shutdown_timeout=5.0))
+            await supervisor.start_child(ChildSpec("stuck", ignores_cancellation_for(100.0), shutdown_timeout=2.0))
             await trio.sleep_forever()
     recorded = [(event.kind, event.name, event.time) for event in events]
     assert recorded == [

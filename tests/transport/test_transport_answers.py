@@ -20,14 +20,13 @@ from mcp_types import (
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
+from transport_support import FAST, config_for
 
-from wave_actors import ServerConfig, Source, ToolCallError
-from wave_actors._transport import Graces, TransportOptions, open_connection
+from wave_actors import ToolCallError
+from wave_actors._transport import open_connection
 from wave_actors._transport.answers import Refusal, ToolListingCheck, malformed_answer, unsendable_request
 from wave_actors._transport.failures import Failure, classify, request_error
 from wave_actors.testing import fault_server_entry
-
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
 
 
 def parse_error(line: bytes) -> ValueError:
@@ -177,17 +176,6 @@ def test_unanswered_listings_are_forgotten_beyond_a_bound() -> None:
     answer = check.received(listing_answer(0, [{"name": "arr", "inputSchema": {"type": "array"}}]))
     assert isinstance(answer, SessionMessage) and isinstance(answer.message, JSONRPCResponse)
     assert len(answer.message.result["tools"]) == 1  # id 0 was forgotten long ago
-
-
-def config_for(entry: dict[str, Any]) -> ServerConfig:
-    return ServerConfig(
-        name="fault",
-        source=Source.CONSTRUCTOR,
-        origin="constructor",
-        type="stdio",
-        command=entry["command"],
-        args=tuple(entry["args"]),
-    )
 
 
 async def test_over_stdio_a_malformed_answer_fails_its_call_at_once() -> None:

@@ -14,25 +14,11 @@ from typing import Any
 import psutil
 import pytest
 import trio
+from transport_support import FAST, config_for
 
 from wave_actors import ConfigError, DialError, ServerConfig, ServerUnavailable, Source, ToolTimeout
 from wave_actors._transport import Graces, TransportOptions, open_connection
 from wave_actors.testing import fault_server_entry, reference_server_entry
-
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
-
-
-def config_for(entry: dict[str, Any], name: str = "fault") -> ServerConfig:
-    return ServerConfig(
-        name=name,
-        source=Source.CONSTRUCTOR,
-        origin="constructor",
-        type=str(entry.get("type", "stdio")),
-        command=entry.get("command"),
-        args=tuple(entry.get("args", ())),
-        env=entry.get("env", {}),
-        url=entry.get("url"),
-    )
 
 
 def gone(pids: list[int]) -> bool:

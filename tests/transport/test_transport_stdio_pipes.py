@@ -17,23 +17,11 @@ from typing import Any
 import pytest
 import trio
 from session_support import connected_session
+from transport_support import FAST, config_for
 
-from wave_actors import DialError, ServerConfig, ServerState, ServerUnavailable, Source
-from wave_actors._transport import Graces, TransportOptions, open_connection, stdio as stdio_module
+from wave_actors import DialError, ServerState, ServerUnavailable
+from wave_actors._transport import TransportOptions, open_connection, stdio as stdio_module
 from wave_actors.testing import count_tasks, fault_server_entry
-
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
-
-
-def config_for(entry: dict[str, Any]) -> ServerConfig:
-    return ServerConfig(
-        name="fault",
-        source=Source.CONSTRUCTOR,
-        origin="constructor",
-        type="stdio",
-        command=entry["command"],
-        args=tuple(entry["args"]),
-    )
 
 
 def entry(**flags: Any) -> dict[str, Any]:
