@@ -101,6 +101,7 @@ from supervisors import Backoff, RestartIntensity
 from wave_actors import (
     Graces,
     Host,
+    MessageKind,
     ProjectOptions,
     ServerState,
     ServerStatus,
@@ -224,7 +225,7 @@ def _transition_checker(ledger: Ledger, retired: Callable[[str], None] | None = 
     def observe(transition: Transition) -> None:
         try:
             _check_transition(ledger, transition)
-            if retired is not None and transition.message == "Retire":
+            if retired is not None and transition.message is MessageKind.RETIRE:
                 retired(transition.server)
         except Exception as error:  # never let the checker break the actor
             ledger.violate("checker", repr(error))
@@ -233,22 +234,26 @@ def _transition_checker(ledger: Ledger, retired: Callable[[str], None] | None = 
 
 
 def _check_transition(ledger: Ledger, t: Transition) -> None:
-    ledger.reducer[t.message] += 1
-    if t.message == "Started":
+    ledger.reducer[t.message.value] += 1
+    if t.message is MessageKind.STARTED:
         if t.live_before is not None and t.changed:
             ledger.violate("b", f"{t.server}: Started({t.generation}) replaced live generation {t.live_before}")
     elif t.stale:
         ledger.reducer["stale events"] += 1
         if t.changed or t.effects:
-            ledger.violate("b", f"{t.server}: stale {t.message}({t.generation}) (live {t.live_before}) changed: {t}")
-    elif t.message == "Up" and t.state_before is ServerState.RECONNECTING:
+            ledger.violate(
+                "b", f"{t.server}: stale {t.message.value}({t.generation}) (live {t.live_before}) changed: {t}"
+            )
+    elif t.message is MessageKind.UP and t.state_before is ServerState.RECONNECTING:
         ledger.reducer["reconnected"] += 1
-    elif t.message == "Lost":
+    elif t.message is MessageKind.LOST:
         ledger.reducer["losses"] += 1
     held = t.manually_disconnected_before and t.state_before is ServerState.DISCONNECTED
-    allowed = (t.message == "Connect" and t.explicit) or t.message == "Reload"
+    allowed = (t.message is MessageKind.CONNECT and t.explicit) or t.message is MessageKind.RELOAD
     if held and not allowed and t.state_after is not ServerState.DISCONNECTED:
-        ledger.violate("c", f"{t.server}: {t.message} took a manually disconnected server to {t.state_after.value}")
+        ledger.violate(
+            "c", f"{t.server}: {t.message.value} took a manually disconnected server to {t.state_after.value}"
+        )
 
 
 # (a): the sampler.

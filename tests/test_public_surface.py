@@ -43,13 +43,13 @@ DESIGN_NAMES = {
     "ConfigError",
 }
 
-# The unit tests of a private package may import it (and only it).
+# The unit tests of a private package may import it (and only it), and the leaf records it is made of.
 UNIT_TESTS_OF = {
-    "tests/actor": ("wave_actors._actor",),
-    "tests/tools": ("wave_actors._tools", "wave_actors._catalog"),
+    "tests/actor": ("wave_actors._actor", "wave_actors._listing"),
+    "tests/tools": ("wave_actors._tools", "wave_actors._catalog", "wave_actors._listing"),
     "tests/config": ("wave_actors._config",),
     "tests/transport": ("wave_actors._transport",),
-    "tests/cache": ("wave_actors._cache",),
+    "tests/cache": ("wave_actors._cache", "wave_actors._listing"),
     "tests/watchdog": ("wave_actors._watchdog",),
 }
 

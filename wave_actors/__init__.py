@@ -6,7 +6,6 @@ module (their names start with ``_``) is private and may change. Importing
 this package does not import the MCP SDK: that happens on the first dial.
 """
 
-from wave_actors._actor.machine import Transition as Transition
 from wave_actors._config import (
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
@@ -45,6 +44,11 @@ from wave_actors._instructions import (
     InstructionWording as InstructionWording,
     instruction_updates as instruction_updates,
     server_available as server_available,
+)
+from wave_actors._observation import (
+    EffectKind as EffectKind,
+    MessageKind as MessageKind,
+    Transition as Transition,
 )
 from wave_actors._opening import open_session as open_session
 from wave_actors._options import ProjectOptions as ProjectOptions, SessionOptions as SessionOptions

@@ -24,13 +24,14 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from wave_actors._actor.machine import ActorState, ServerTool
+from wave_actors._actor.machine import ActorState, initial_state
 from wave_actors._cache import CachedServer, ToolCache
 from wave_actors._config import ServerConfig, ToolOverride
+from wave_actors._listing import ServerTool
 from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, SharedUse, ToolInfo
 from wave_actors._tools import assign_names, normalize
 
-__all__ = ["build_snapshot", "unknown_tool_hint"]
+__all__ = ["build_snapshot", "statuses_before_dialing", "unknown_tool_hint"]
 
 
 def build_snapshot(
@@ -52,11 +53,32 @@ def build_snapshot(
     """
     ordered = sorted(servers, key=lambda server: server[0].name)
     names = assign_names((config.name, tool.name) for config, state in ordered for tool in state.tools)
-    by_pair = {pair: name for name, pair in names.items()}
-    statuses = (_status(config, state, by_pair, closed, cache) for config, state in ordered)
+    statuses = (_status(config, state, names, closed, cache) for config, state in ordered)
     if shared:
         statuses = (attrs.evolve(status, shared=shared.get(status.name)) for status in statuses)
     return SessionSnapshot(version, tuple(statuses))
+
+
+def statuses_before_dialing(configs: Iterable[ServerConfig], cache: ToolCache) -> tuple[ServerStatus, ...]:
+    """Every server as a new session shows it before its first dial, sorted by name (R-DIAL-1, R-CACHE-2).
+
+    ``disconnected`` (or ``disabled``), with the tools the snapshot cache
+    recorded at its last connect, and the warnings of that listing: the
+    tools it skipped as invalid (R-TOOL-9). What ``wave-actors servers``
+    shows, without a session.
+
+    :param configs: the loaded entries.
+    :param cache: the workdir's tool snapshots.
+    """
+    snapshot = build_snapshot(0, ((config, initial_state(enabled=config.enabled)) for config in configs), cache=cache)
+    statuses: list[ServerStatus] = []
+    for status in snapshot.servers:
+        cached = cache.lookup(status.name, status.fingerprint) if status.tools_cached else None
+        if cached is not None and not status.warnings:
+            # A session's status carries the warnings of its live listing only; these are the cached listing's.
+            status = attrs.evolve(status, warnings=cached.warnings)
+        statuses.append(status)
+    return tuple(statuses)
 
 
 _SHOWS_CACHE = frozenset({ServerState.DISCONNECTED, ServerState.DISABLED})
@@ -65,7 +87,7 @@ _SHOWS_CACHE = frozenset({ServerState.DISCONNECTED, ServerState.DISABLED})
 def _status(
     config: ServerConfig,
     state: ActorState,
-    names: dict[tuple[str, str], str],
+    names: Mapping[tuple[str, str], str],
     closed: bool,
     cache: ToolCache | None,
 ) -> ServerStatus:
@@ -103,14 +125,9 @@ def _status(
 
 def _cached_tools(config: ServerConfig, cached: CachedServer) -> tuple[ToolInfo, ...]:
     """The cached tools of one server, named among themselves (R-CACHE-2)."""
-    names = {pair: name for name, pair in assign_names((config.name, tool.name) for tool in cached.tools).items()}
+    names = assign_names((config.name, tool.name) for tool in cached.tools)
     return tuple(
-        _tool(
-            names[(config.name, tool.name)],
-            config.name,
-            ServerTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint),
-            config.tool_overrides.get(tool.name),
-        )
+        _tool(names[(config.name, tool.name)], config.name, tool, config.tool_overrides.get(tool.name))
         for tool in cached.tools
     )
 

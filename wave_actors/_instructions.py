@@ -40,7 +40,7 @@ from typing import Final, cast
 
 import attrs
 
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot
+from wave_actors._status import ServerStatus, SessionSnapshot, is_live
 
 __all__ = [
     "DEFAULT_WORDING",
@@ -220,7 +220,7 @@ def server_available(status: ServerStatus) -> bool:
 
     :param status: the server's status.
     """
-    return status.state in (ServerState.CONNECTED, ServerState.RECONNECTING)
+    return is_live(status)
 
 
 def instruction_updates(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import attrs
 
 from supervisors import Backoff, RestartIntensity
-from wave_actors._actor.machine import Transition
+from wave_actors._observation import Transition
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
 from wave_actors._transport import TransportOptions
 

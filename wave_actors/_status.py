@@ -16,7 +16,17 @@ import attrs
 from wave_actors._config import ServerConfig, Source, redact_url
 from wave_actors._frozen import empty_mapping, freeze_mapping
 
-__all__ = ["ConnectionInfo", "ServerState", "ServerStatus", "SessionSnapshot", "SharedUse", "ToolInfo"]
+__all__ = [
+    "ConnectionInfo",
+    "ServerState",
+    "ServerStatus",
+    "SessionSnapshot",
+    "SharedUse",
+    "ToolInfo",
+    "Unavailable",
+    "is_live",
+    "unavailable",
+]
 
 
 class ServerState(str, enum.Enum):
@@ -40,6 +50,42 @@ class ServerState(str, enum.Enum):
     RECONNECTING = "reconnecting"
     ERROR = "error"
     DISABLED = "disabled"
+
+
+class Unavailable(enum.Enum):
+    """Why a server's tools cannot be called now: one rule, worded by each reader for its audience."""
+
+    CONNECTING = "connecting"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    DISCONNECTED = "disconnected"
+    """A manual disconnect holds (R-DIAL-6)."""
+    NOT_CONNECTED = "not connected"
+    """Not dialed (yet) in this session."""
+
+
+def unavailable(state: ServerState, *, manually_disconnected: bool) -> Unavailable | None:
+    """Why a server's tools cannot be called now, or ``None`` when it is connected.
+
+    :param state: the server's state.
+    :param manually_disconnected: a manual disconnect holds (R-DIAL-6).
+    """
+    match state:
+        case ServerState.CONNECTED:
+            return None
+        case ServerState.ERROR:
+            return Unavailable.FAILED
+        case ServerState.RECONNECTING:
+            return Unavailable.RECONNECTING
+        case ServerState.CONNECTING:
+            return Unavailable.CONNECTING
+        case ServerState.DISABLED:
+            return Unavailable.DISABLED
+        case ServerState.DISCONNECTED if manually_disconnected:
+            return Unavailable.DISCONNECTED
+        case _:
+            return Unavailable.NOT_CONNECTED
 
 
 @attrs.frozen
@@ -216,6 +262,21 @@ class ServerStatus:
     def tool_count(self) -> int:
         """How many tools are listed."""
         return len(self.tools)
+
+
+_LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})
+
+
+def is_live(status: ServerStatus) -> bool:
+    """Whether ``status`` shows a live tool list: ``connected``, or ``reconnecting`` (R-RACE-4), and not cached.
+
+    A reconnecting server keeps its last live list and is expected back: its
+    tools are declared (a call fails fast until it is back), found by search
+    and the gateway, and its instructions stay announced. A server in any
+    other state has no live list, and tools from the snapshot cache are never
+    live, whatever the state says (R-TOOL-3, R-CACHE-2).
+    """
+    return status.state in _LIVE and not status.tools_cached
 
 
 @attrs.frozen

@@ -30,15 +30,17 @@ from wave_actors._actor.machine import (
     Reload,
     Restarting,
     Retire,
-    ServerTool,
     Started,
     StartTransport,
     StopTransport,
     ToolsListed,
     Up,
+    dead,
+    failure_retried,
     initial_state,
     reduce,
 )
+from wave_actors._listing import ServerTool
 
 CONNECTING = ServerState.CONNECTING
 CONNECTED = ServerState.CONNECTED
@@ -90,17 +92,19 @@ class Executor:
                         self.running = False
             generation: int | None = getattr(message, "generation", None)
             if generation is not None and generation == before.live:
-                self._supervise(message, generation)
+                self._supervise(message, generation, before)
         return self.state
 
-    def _supervise(self, event: Message, generation: int) -> None:
+    def _supervise(self, event: Message, generation: int, before: ActorState) -> None:
         # An event of the current generation means its incarnation ran.
         self.incarnation = max(self.incarnation, generation)
         match event:
             case Restarting() if self.restarts_run:
                 self.incarnation = max(self.incarnation, generation + 1)
-            case DialFailed(final=True) | GaveUp():
-                self.running = False  # the transport returned, or the supervisor gave up
+            case DialFailed() if not failure_retried(before):
+                self.running = False  # the transport asked the same predicate, and returned
+            case GaveUp():
+                self.running = False  # the supervisor gave up
             case _:
                 pass
 
@@ -172,7 +176,7 @@ def test_a_successful_dial_connects_with_its_tools_and_instructions() -> None:
 
 def test_lazy_connect_after_failed_dial_is_a_no_op() -> None:
     # R-DIAL-4: the failed lazy dial leaves `error`; later turns do not retry it.
-    executor = dialed(LAZY, DialFailed(1, "command not found: srv", final=True))
+    executor = dialed(LAZY, DialFailed(1, "command not found: srv"))
     assert (executor.state.state, executor.state.error, executor.state.live) == (ERROR, "command not found: srv", None)
     before = executor.state
     assert executor.post(LAZY) is before
@@ -190,7 +194,7 @@ def test_lazy_connect_after_giving_up_is_a_no_op() -> None:
 
 def test_explicit_connect_retries_after_error() -> None:
     # R-DIAL-5
-    executor = dialed(LAZY, DialFailed(1, "command not found: srv", final=True), EXPLICIT)
+    executor = dialed(LAZY, DialFailed(1, "command not found: srv"), EXPLICIT)
     assert executor.effects == [StartTransport(), StartTransport()]
     assert (executor.state.state, executor.state.live, executor.state.error) == (CONNECTING, 2, None)
     assert executor.post(Up(2, LIST, None, 200.0)).state is CONNECTED
@@ -244,8 +248,7 @@ def every_event(generation: int) -> list[Message]:
     return [
         Up(generation, (WRITE,), "other", 999.0),
         ToolsListed(generation, ()),
-        DialFailed(generation, "stale failure", final=True),
-        DialFailed(generation, "stale failure", final=False),
+        DialFailed(generation, "stale failure"),
         Lost(generation, "stale loss"),
         restarting(generation, 1.0),
         GaveUp(generation, "stale give-up"),
@@ -347,14 +350,14 @@ def test_a_restart_makes_the_next_incarnation_current() -> None:
 def test_a_failed_reconnect_attempt_keeps_reconnecting_with_its_reason() -> None:
     # R-RACE-4: only the retry budget ends reconnecting.
     executor = lost()
-    state = executor.post(DialFailed(2, "connection refused", final=False), restarting(2, 1.0))
+    state = executor.post(DialFailed(2, "connection refused"), restarting(2, 1.0))
     assert (state.state, state.error, state.tools, state.live) == (RECONNECTING, "connection refused", LIST, 3)
 
 
 def test_give_up_turns_error_with_last_reason() -> None:
     # R-RACE-4
     executor = lost()
-    executor.post(DialFailed(2, "connection refused", final=False), restarting(2, 1.0))
+    executor.post(DialFailed(2, "connection refused"), restarting(2, 1.0))
     state = executor.post(GaveUp(3, "connection refused again"))
     assert (state.state, state.live) == (ERROR, None)
     assert state.error is not None and state.error.startswith("connection refused again")
@@ -433,7 +436,7 @@ def test_reconnect_lifts_a_manual_disconnect_like_an_explicit_connect() -> None:
 
 def test_reconnect_of_a_never_dialed_or_failed_server_dials_it() -> None:
     # R-DIAL-5
-    for executor in (dialed(), dialed(LAZY, DialFailed(1, "refused", final=True))):
+    for executor in (dialed(), dialed(LAZY, DialFailed(1, "refused"))):
         state = executor.post(Reconnect())
         assert executor.effects[-1] == StartTransport()
         assert (state.state, state.dialed) == (CONNECTING, True)
@@ -458,8 +461,84 @@ def test_reconnect_of_a_disabled_or_retired_server_does_nothing() -> None:
 def test_a_failed_reconnect_is_an_error_with_nothing_listed() -> None:
     # R-DIAL-4: the first attempt of a dial is final, and no stale tool stays callable-looking.
     executor = connected()
-    state = executor.post(Reconnect(), DialFailed(2, "connection refused", final=True))
+    state = executor.post(Reconnect(), DialFailed(2, "connection refused"))
     assert (state.state, state.error, state.tools, state.live) == (ERROR, "connection refused", (), None)
+
+
+# R-DIAL-4, R-RACE-4: which failures are retried is the reducer's rule, asked by the transport too.
+
+
+@pytest.mark.parametrize(
+    ("history", "retried"),
+    [
+        ((LAZY,), False),  # a lazy dial's first attempt
+        ((EXPLICIT,), False),  # an explicit connect's
+        ((LAZY, Up(1, LIST, None, 1.0), Reconnect()), False),  # a reconnect's
+        ((LAZY, Up(1, LIST, None, 1.0), Reload(enabled=True)), False),  # a reload's
+        ((LAZY, Up(1, LIST, None, 1.0)), True),  # the loss of an established connection
+        ((LAZY, Up(1, LIST, None, 1.0), Lost(1, "eof"), restarting(1, 0.5)), True),  # a reconnect attempt
+    ],
+    ids=["lazy", "explicit", "reconnect", "reload", "connected", "reconnecting"],
+)
+def test_a_dial_a_command_started_is_final_and_every_attempt_after_a_loss_is_retried(
+    history: tuple[Message, ...], retried: bool
+) -> None:
+    executor = dialed(*history)
+    assert failure_retried(executor.state) is retried
+    state = executor.post(DialFailed(executor.state.live or 0, "refused"))
+    if retried:
+        assert (state.state, state.error) == (RECONNECTING, "refused")
+        assert executor.running  # the transport raised: the supervisor restarts it
+    else:
+        assert (state.state, state.error, state.live) == (ERROR, "refused", None)
+        assert not executor.running  # the transport returned: no restart
+
+
+@pytest.mark.parametrize("state", [DISCONNECTED, DISABLED, ERROR, CONNECTING], ids=lambda state: state.value)
+def test_nothing_is_retried_outside_an_established_connection(state: ServerState) -> None:
+    assert not failure_retried(ActorState(state=state, live=1, generation=1))
+
+
+# R-TOOL-1, R-CACHE-2: what the server listed is state, changed only by a listing.
+
+
+def test_the_newest_listing_is_remembered_while_the_server_is_down() -> None:
+    executor = connected()
+    assert executor.state.listed == {"search", "write"}
+    for command in (Disconnect(), EXPLICIT, Reconnect()):
+        state = executor.post(command)
+        assert state.listed == {"search", "write"} and state.withdrawn == frozenset()
+    state = executor.post(DialFailed(state.live or 0, "refused"))
+    assert (state.state, state.tools, state.listed) == (ERROR, (), {"search", "write"})
+
+
+def test_a_tool_a_later_listing_lacks_is_withdrawn_until_it_is_listed_again() -> None:
+    executor = connected()
+    state = executor.post(ToolsListed(1, (SEARCH,)))
+    assert (state.listed, state.withdrawn) == ({"search"}, {"write"})
+    state = executor.post(Lost(1, "eof"), restarting(1, 0.1), Up(2, (WRITE,), None, 2.0))
+    assert (state.listed, state.withdrawn) == ({"write"}, {"search"})
+    state = executor.post(ToolsListed(2, LIST))
+    assert (state.listed, state.withdrawn) == ({"search", "write"}, frozenset())
+
+
+def test_a_stale_listing_changes_no_known_name() -> None:
+    executor = lost()
+    before = executor.state
+    assert reduce(before, ToolsListed(1, ()))[0] is before
+    assert reduce(before, Up(1, (), None, 5.0))[0] is before
+
+
+# R-SCOPE-2: a shared connection that is dead is rebuilt by the next session that attaches.
+
+
+def test_a_connection_in_error_or_connected_too_long_without_a_tool_is_dead() -> None:
+    assert dead(dialed(LAZY, DialFailed(1, "refused")).state, now=0.0, dead_after=5.0)
+    empty = dialed(LAZY, Up(1, (), None, 100.0)).state
+    assert not dead(empty, now=105.0, dead_after=5.0)
+    assert dead(empty, now=105.5, dead_after=5.0)
+    assert not dead(connected().state, now=1e9, dead_after=5.0)
+    assert not dead(initial_state(enabled=True), now=1e9, dead_after=0.0)
 
 
 # R-RACE-6: the last command wins.
@@ -532,7 +611,7 @@ def test_reload_of_a_running_server_redials_in_place() -> None:
 
 def test_reload_makes_a_failed_server_eligible_for_lazy_dial_again() -> None:
     # R-DIAL-2: a changed entry is a new server, never dialed in this session.
-    executor = dialed(LAZY, DialFailed(1, "bad command", final=True))
+    executor = dialed(LAZY, DialFailed(1, "bad command"))
     state = executor.post(Reload(enabled=True))
     assert (state.state, state.dialed, state.error) == (DISCONNECTED, False, None)
     assert executor.post(LAZY).state is CONNECTING
@@ -600,7 +679,7 @@ def events(generation: st.SearchStrategy[int]) -> st.SearchStrategy[Message]:
     return st.one_of(
         st.builds(Up, generation, tools, st.none() | st.text(max_size=5), st.floats(0, 1e9)),
         st.builds(ToolsListed, generation, tools),
-        st.builds(DialFailed, generation, reasons, st.booleans()),
+        st.builds(DialFailed, generation, reasons),
         st.builds(Lost, generation, reasons),
         st.builds(restarting, generation, st.floats(0, 60)),
         st.builds(GaveUp, generation, reasons),
@@ -829,6 +908,14 @@ class ActorModel(RuleBasedStateMachine):
         if explicit and not self.state.retiring and self.state.state is not DISABLED:
             assert self.state.state is not DISCONNECTED
             assert not self.state.manually_disconnected
+
+    @invariant()
+    def listed_names_are_the_live_tools_whenever_any_are_shown(self) -> None:
+        # R-TOOL-1: a tool shown live is one the newest listing has; nothing is both listed and withdrawn.
+        state = self.state
+        if state.tools:
+            assert frozenset(tool.name for tool in state.tools) == state.listed
+        assert state.listed.isdisjoint(state.withdrawn)
 
     @invariant()
     def a_retired_server_stays_down_without_tools(self) -> None:

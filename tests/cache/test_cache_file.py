@@ -24,12 +24,12 @@ from wave_actors._cache import (
     CACHE_FILE_NAME,
     EMPTY_CACHE,
     CachedServer,
-    CachedTool,
     SessionToolCache,
     cache_file,
     read_cache,
     update_cache,
 )
+from wave_actors._listing import ServerTool
 
 WORKDIR = "/projects/alpha"
 
@@ -42,7 +42,7 @@ def entry(
         fingerprint,
         workdir,
         1767225600.5,
-        tuple(CachedTool(name, f"{name} things", {"type": "object"}, name.startswith("read")) for name in tools),
+        tuple(ServerTool(name, f"{name} things", {"type": "object"}, name.startswith("read")) for name in tools),
     )
 
 
@@ -66,7 +66,7 @@ def test_a_write_round_trips_and_creates_the_home(path: Path) -> None:
     cache = read_cache(path)
     files = cache.lookup("files", "f1")
     assert files is not None and [tool.name for tool in files.tools] == ["read_file", "write_file"]
-    assert files.tools[0] == CachedTool("read_file", "read_file things", {"type": "object"}, True)
+    assert files.tools[0] == ServerTool("read_file", "read_file things", {"type": "object"}, True)
     assert files.last_connected == 1767225600.5 and files.workdir == WORKDIR
     assert cache.lookup("files", "f2") is not None and cache.lookup("files", "other") is None
     assert os.stat(path).st_mode & 0o777 == 0o600
@@ -203,7 +203,8 @@ def test_a_missing_cache_is_empty_without_a_word(path: Path, caplog: pytest.LogC
 _WRITER = """
 import sys
 from pathlib import Path
-from wave_actors._cache import CachedServer, CachedTool, update_cache
+from wave_actors._cache import CachedServer, update_cache
+from wave_actors._listing import ServerTool
 
 path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 workdir = f"/projects/{name}"
@@ -213,7 +214,7 @@ sys.stdin.readline()
 for index in range(count):
     key = (f"{name}-{index}", "f")
     configured.append(key)
-    entry = CachedServer(key[0], "f", workdir, float(index), (CachedTool("t"),))
+    entry = CachedServer(key[0], "f", workdir, float(index), (ServerTool("t"),))
     update_cache(path, workdir=workdir, configured=configured, updates=[entry])
 print("done", flush=True)
 """
@@ -255,14 +256,15 @@ def test_two_processes_writing_at_once_lose_no_entry(path: Path) -> None:
 _STUCK_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from wave_actors._cache import CachedServer, CachedTool, update_cache
+from wave_actors._cache import CachedServer, update_cache
+from wave_actors._listing import ServerTool
 
 def stuck(descriptor):
     print("writing", flush=True)  # the temporary file is written, not yet flushed nor renamed
     signal.pause()  # stuck here until the test kills it
 
 os.fsync = stuck
-entry = CachedServer("new", "f", "/projects/alpha", 2.0, (CachedTool("t"),))
+entry = CachedServer("new", "f", "/projects/alpha", 2.0, (ServerTool("t"),))
 update_cache(Path(sys.argv[1]), workdir="/projects/alpha", configured=[("old", "f"), ("new", "f")], updates=[entry])
 """
 
@@ -297,9 +299,10 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_readable_and_the_lock_fre
 _BUSY_WRITER = """
 import sys
 from pathlib import Path
-from wave_actors._cache import CachedServer, CachedTool, update_cache
+from wave_actors._cache import CachedServer, update_cache
+from wave_actors._listing import ServerTool
 
-tools = tuple(CachedTool(f"t{i}", "d" * 2000, {"type": "object"}) for i in range(100))
+tools = tuple(ServerTool(f"t{i}", "d" * 2000, {"type": "object"}) for i in range(100))
 print("ready", flush=True)
 index = 0
 while True:

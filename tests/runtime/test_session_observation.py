@@ -11,7 +11,9 @@ import trio
 import trio.testing
 
 from wave_actors import (
+    EffectKind,
     Host,
+    MessageKind,
     ServerState,
     Session,
     SessionOptions,
@@ -137,10 +139,10 @@ async def test_the_transition_observer_sees_every_message_in_order(tmp_path: Pat
         await session.prepare_turn()
         await session.disconnect("f")
     kinds = [t.message for t in seen]
-    assert kinds[:3] == ["Connect", "Started", "Up"]
-    assert "Disconnect" in kinds
+    assert kinds[:3] == [MessageKind.CONNECT, MessageKind.STARTED, MessageKind.UP]
+    assert MessageKind.DISCONNECT in kinds
     connect, started, up = seen[:3]
-    assert connect.effects == ("StartTransport",) and not connect.explicit
+    assert connect.effects == (EffectKind.START_TRANSPORT,) and not connect.explicit
     assert started.live_after == up.generation and up.state_after is ServerState.CONNECTED
     assert all(t.server == "f" for t in seen)
 

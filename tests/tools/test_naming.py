@@ -25,11 +25,16 @@ def split_plain(name: str) -> tuple[str, str]:
     return server, tool
 
 
+def index_of(pairs: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The way back from each name :func:`assign_names` gives to its pair, as a snapshot's index holds it."""
+    return {name: pair for pair, name in assign_names(pairs).items()}
+
+
 def test_server_and_tool_are_joined_under_the_mcp_prefix() -> None:
     # R-TOOL-1
     assert tool_name("github", "search") == "mcp__github__search"
     assert tool_name("server-everything", "get-tiny-image") == "mcp__server-everything__get-tiny-image"
-    assert assign_names([("github", "search")]) == {"mcp__github__search": ("github", "search")}
+    assert index_of([("github", "search")]) == {"mcp__github__search": ("github", "search")}
 
 
 def test_normalize_replaces_every_character_outside_the_safe_set() -> None:
@@ -50,8 +55,8 @@ def test_a_name_normalization_changed_carries_a_hash_of_the_raw_pair() -> None:
 
 def test_a_server_that_appears_later_never_changes_an_existing_name() -> None:
     # R-TOOL-1: mcp__a_b__x belongs to server "a_b" whether or not a server "a.b" with a tool "x" exists.
-    alone = assign_names([("a_b", "x")])
-    together = assign_names([("a_b", "x"), ("a.b", "x")])
+    alone = index_of([("a_b", "x")])
+    together = index_of([("a_b", "x"), ("a.b", "x")])
     assert alone == {"mcp__a_b__x": ("a_b", "x")}
     assert together["mcp__a_b__x"] == ("a_b", "x")
     assert len(together) == 2
@@ -100,7 +105,7 @@ def test_names_are_the_same_in_every_process() -> None:
 def test_long_names_sharing_a_prefix_stay_distinct() -> None:
     # R-TOOL-1: the cut parts are equal, the hashes of the raw names are not.
     pairs = [("srv", "x" * 70 + "_read"), ("srv", "x" * 70 + "_write")]
-    names = assign_names(pairs)
+    names = index_of(pairs)
     assert len(names) == 2
     assert sorted(names.values()) == sorted(pairs)
     assert len({name[:55] for name in names}) == 1
@@ -108,7 +113,7 @@ def test_long_names_sharing_a_prefix_stay_distinct() -> None:
 
 def test_colliding_normalizations_get_distinct_names() -> None:
     # R-TOOL-1: "a.b" and "a_b" both normalize to "a_b"; the exact one keeps the plain name.
-    names = assign_names([("srv", "a_b"), ("srv", "a.b")])
+    names = index_of([("srv", "a_b"), ("srv", "a.b")])
     assert names["mcp__srv__a_b"] == ("srv", "a_b")
     assert sorted(names.values()) == [("srv", "a.b"), ("srv", "a_b")]
     assert all(VALID_NAME.match(name) for name in names)
@@ -132,21 +137,21 @@ def test_a_plain_name_that_looks_hashed_is_hashed_too() -> None:
 
 def test_the_same_tool_of_two_servers_gets_two_names() -> None:
     # R-TOOL-1: unique across the session.
-    names = assign_names([("github", "search"), ("gitlab", "search")])
+    names = index_of([("github", "search"), ("gitlab", "search")])
     assert names == {"mcp__github__search": ("github", "search"), "mcp__gitlab__search": ("gitlab", "search")}
 
 
 def test_duplicate_pairs_get_one_name() -> None:
-    assert assign_names([("srv", "tool"), ("srv", "tool")]) == {"mcp__srv__tool": ("srv", "tool")}
+    assert index_of([("srv", "tool"), ("srv", "tool")]) == {"mcp__srv__tool": ("srv", "tool")}
 
 
 def test_no_tools_no_names() -> None:
-    assert assign_names([]) == {}
+    assert index_of([]) == {}
 
 
 def test_a_server_name_with_a_lone_surrogate_can_still_be_hashed() -> None:
     # R-TOOL-1, R-HOST-4: JSON config may spell a lone surrogate ("\ud800"); naming must not raise.
-    names = assign_names([("\ud800", "t" * 80), ("\ud800", "a.b"), ("\ud800", "a_b")])
+    names = index_of([("\ud800", "t" * 80), ("\ud800", "a.b"), ("\ud800", "a_b")])
     assert len(names) == 3
     assert all(VALID_NAME.match(name) for name in names)
 
@@ -169,14 +174,14 @@ def test_a_name_is_a_pure_function_of_server_and_tool(
     # R-TOOL-1: whatever else the session lists, the pair gets the same name.
     expected = tool_name(*pair)
     for company in (others, more, others + more):
-        index = {found: name for name, found in assign_names([*company, pair]).items()}
+        index = assign_names([*company, pair])
         assert index[pair] == expected
 
 
 @given(pairs)
 def test_every_name_is_safe_and_short(given_pairs: list[tuple[str, str]]) -> None:
     # R-TOOL-1
-    for name in assign_names(given_pairs):
+    for name in index_of(given_pairs):
         assert VALID_NAME.match(name), name
         assert name.startswith("mcp__")
 
@@ -184,7 +189,7 @@ def test_every_name_is_safe_and_short(given_pairs: list[tuple[str, str]]) -> Non
 @given(pairs)
 def test_every_pair_gets_exactly_one_name_and_maps_back_exactly(given_pairs: list[tuple[str, str]]) -> None:
     # R-TOOL-1: names are unique (dict keys) and each pair appears once.
-    names = assign_names(given_pairs)
+    names = index_of(given_pairs)
     assert sorted(names.values()) == sorted(set(given_pairs))
 
 

@@ -48,6 +48,7 @@ from wave_actors._actor.machine import (
     TransportEvent,
     Up,
     describe_transition,
+    failure_retried,
     finished,
     initial_state,
     lazy_dial_due,
@@ -56,9 +57,9 @@ from wave_actors._actor.machine import (
 )
 from wave_actors._actor.transport_task import list_server_tools, run_transport
 from wave_actors._config import ServerConfig, TransportType
-from wave_actors._errors import ServerUnavailable, ToolTimeout
+from wave_actors._errors import ServerUnavailable, ToolTimeout, UnknownTool
 from wave_actors._options import SessionOptions
-from wave_actors._status import ServerState
+from wave_actors._status import ServerState, Unavailable, unavailable
 from wave_actors._transport import Connection
 from wave_actors._transport.options import with_shutdown
 from wave_actors._transport.progress import ProgressCallback
@@ -262,7 +263,12 @@ class ServerActor:
         self._release_waiters()
 
     def update_settings(self, config: ServerConfig) -> None:
-        """Take an entry whose connection is unchanged (same fingerprint): timeouts, overrides."""
+        """Take an entry whose connection is unchanged (same fingerprint): timeouts, overrides.
+
+        An equal entry changes nothing, and nobody is told.
+        """
+        if config == self._config:
+            return
         self._config = config
         self._on_change()
 
@@ -407,19 +413,15 @@ class ServerActor:
         config = self._config
         if config.transport is TransportType.STDIO and config.cwd is None:
             config = attrs.evolve(config, cwd=str(self._workdir))
-        first_incarnation: int | None = None
         options = self._options
         transport = with_shutdown(options.transport, config.shutdown)  # the entry's own graces (R-KILL-9)
 
         async def run(context: ChildContext) -> None:
-            nonlocal first_incarnation
-            if first_incarnation is None:
-                first_incarnation = context.incarnation
             context.started()
             await run_transport(
                 config,
                 self._generation(context.incarnation),
-                final=context.incarnation == first_incarnation,
+                retried=lambda: failure_retried(self._state),
                 dial_timeout=options.dial_timeout,
                 options=transport,
                 report=self._post,
@@ -452,6 +454,10 @@ class ServerActor:
         connection = self._live_connection()
         if connection is None:
             raise ServerUnavailable(self._unavailable_reason(state))
+        if tool not in state.listed:
+            # Never reached through a session, which resolves names from live listings only: a
+            # guarantee, not a check of its work. Nothing the server did not list is ever sent.
+            raise UnknownTool(f"server {self.name!r} does not list a tool {tool!r} now; nothing was sent")
         self._calls_in_flight += 1
         try:
             timeout = self._config.tool_timeout_ms / 1000
@@ -466,16 +472,16 @@ class ServerActor:
         name = self.name
         if state.retiring:
             return f"server {name!r} was removed from the configuration"
-        match state.state:
-            case ServerState.RECONNECTING:
+        match unavailable(state.state, manually_disconnected=state.manually_disconnected):
+            case Unavailable.RECONNECTING:
                 return f"server {name!r} is reconnecting (last error: {state.error}); try again shortly"
-            case ServerState.CONNECTING:
+            case Unavailable.CONNECTING:
                 return f"server {name!r} is still connecting"
-            case ServerState.ERROR:
+            case Unavailable.FAILED:
                 return f"server {name!r} failed: {state.error}; connect it explicitly to retry"
-            case ServerState.DISABLED:
+            case Unavailable.DISABLED:
                 return f"server {name!r} is disabled in its configuration ({self._config.origin})"
-            case ServerState.DISCONNECTED if state.manually_disconnected:
+            case Unavailable.DISCONNECTED:
                 return f"server {name!r} was disconnected; connect it explicitly to use it"
             case _:
                 return f"server {name!r} is not connected; prepare_turn() or connect() dials it"

@@ -16,21 +16,38 @@ and cannot trigger a reconnect (R-RACE-3). A reconnect clears it the same
 way before the next generation starts. A supervisor restart moves
 ``live`` to the generation it announces, as it is scheduled.
 
-Besides :func:`reduce`, three predicates say what the executor does between
-messages: :func:`lazy_dial_due` (whether ``prepare_turn`` dials this server),
-:func:`settled` (when a command's caller is released) and :func:`finished`
-(when the actor's task ends). They are rules about the state, so they live
-here too.
+Retries. Whether a failure is retried is decided here too: a dial that a
+command started (``connecting``) is final, an established connection that is
+lost and every attempt while ``reconnecting`` are restarted
+(:func:`failure_retried`, R-DIAL-4, R-RACE-4). The transport task asks that
+predicate when it fails, so it returns (no restart) or raises (the
+supervisor restarts it, with backoff, while the budget lasts); the reducer
+reaches the same verdict when the failure's event arrives. Only the budget
+itself is counted by the supervisor; spending it is :class:`GaveUp`.
+
+Known tools. ``listed`` is what the newest live listing of the server said,
+kept while the connection is down, and ``withdrawn`` what an earlier listing
+had and a later one lacks. Both change only where a listing arrives, so a
+call by a name the server listed, made while it is down, is told the server
+is unavailable, and a call by a name it withdrew is refused, whatever anyone
+looked at before (R-TOOL-1, R-CACHE-2).
+
+Besides :func:`reduce`, predicates say what the executor and the session do
+between messages: :func:`lazy_dial_due` (whether ``prepare_turn`` dials this
+server), :func:`settled` (when a command's caller is released; until then
+the server is still connecting), :func:`failure_retried`, :func:`finished`
+(when the actor's task ends) and :func:`dead` (a shared connection to
+rebuild). They are rules about the state, so they live here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wave_actors._frozen import empty_mapping, freeze_mapping
+from wave_actors._listing import ServerTool
+from wave_actors._observation import EffectKind, MessageKind, Transition
 from wave_actors._status import ServerState
 
 if TYPE_CHECKING:
@@ -50,16 +67,16 @@ __all__ = [
     "Reload",
     "Restarting",
     "Retire",
-    "ServerTool",
     "StartRefused",
     "StartTransport",
     "Started",
     "StopTransport",
     "ToolsListed",
-    "Transition",
     "TransportEvent",
     "Up",
+    "dead",
     "describe_transition",
+    "failure_retried",
     "finished",
     "initial_state",
     "lazy_dial_due",
@@ -68,23 +85,6 @@ __all__ = [
 ]
 
 _ACTIVE = frozenset({ServerState.CONNECTING, ServerState.CONNECTED, ServerState.RECONNECTING})
-
-
-@attrs.frozen
-class ServerTool:
-    """A tool as its server lists it, before session-wide naming.
-
-    :param name: the server's raw tool name.
-    :param description: its description.
-    :param input_schema: its input schema as sent (sanitized later, per declaration).
-    :param read_only_hint: ``annotations.readOnlyHint``: ``True``, ``False``, or
-        ``None`` when the server did not say (R-TOOL-7).
-    """
-
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
-    read_only_hint: bool | None = None
 
 
 @attrs.frozen
@@ -100,6 +100,11 @@ class ActorState:
     :param error: the last failure.
     :param tools: the last live tool list, kept while reconnecting (R-RACE-4).
     :param warnings: what that listing skipped, and why (R-TOOL-9); kept and cleared with ``tools``.
+    :param listed: the raw names of the newest live listing, kept when ``tools``
+        is cleared (a disconnect, a failure): a call by one of them while the
+        server is down is unavailable, not unknown. Changed only by a listing.
+    :param withdrawn: raw names an earlier listing had and a later one lacks:
+        a call by one of them is refused before anything is sent.
     :param instructions: from the last ``initialize`` (R-INS-1).
     :param server_purpose: what the server says it is for, from the last
         ``initialize`` (``serverInfo``'s description, else its title).
@@ -118,6 +123,8 @@ class ActorState:
     instructions: str | None = None
     server_purpose: str | None = None
     last_connected: float | None = None
+    listed: frozenset[str] = frozenset()
+    withdrawn: frozenset[str] = frozenset()
 
 
 _REGISTERED = ActorState(state=ServerState.DISCONNECTED)
@@ -216,11 +223,10 @@ class ToolsListed:
 
 @attrs.frozen
 class DialFailed:
-    """A dial failed. ``final``: it was the first attempt of a connect, which is not retried (R-DIAL-4)."""
+    """A dial failed; :func:`failure_retried` says whether it is retried (R-DIAL-4)."""
 
     generation: int
     reason: str
-    final: bool
 
 
 @attrs.frozen
@@ -280,42 +286,6 @@ Effect = StartTransport | StopTransport
 _NO_EFFECTS: tuple[Effect, ...] = ()
 
 
-@attrs.frozen
-class Transition:
-    """One message one server's state machine handled, for observers (tests, audits, race storms).
-
-    Handed to :attr:`SessionOptions.transition_observer <wave_actors.SessionOptions.transition_observer>`
-    synchronously, in order, for every message of every server of the session,
-    stale ones included.
-
-    :param server: the server's name.
-    :param message: the message's kind: ``"Connect"``, ``"Up"``, ``"Lost"``, ...
-    :param explicit: for ``"Connect"``: whether it was an explicit connect (R-DIAL-5).
-    :param generation: the generation a transport event is tagged with (``None`` for commands).
-    :param stale: a transport event of a generation that is not live: dropped (R-RACE-1).
-    :param state_before: the server's state before the message.
-    :param state_after: its state after it.
-    :param live_before: the live generation before the message.
-    :param live_after: the live generation after it.
-    :param manually_disconnected_before: a manual disconnect held before the message (R-DIAL-6).
-    :param changed: the message changed anything at all.
-    :param effects: the effects it asked for, by kind (``"StartTransport"``, ``"StopTransport"``).
-    """
-
-    server: str
-    message: str
-    explicit: bool
-    generation: int | None
-    stale: bool
-    state_before: ServerState
-    state_after: ServerState
-    live_before: int | None
-    live_after: int | None
-    manually_disconnected_before: bool
-    changed: bool
-    effects: tuple[str, ...]
-
-
 def describe_transition(
     server: str, before: ActorState, message: Message, after: ActorState, effects: tuple[Effect, ...]
 ) -> Transition:
@@ -332,7 +302,7 @@ def describe_transition(
             stale = False
     return Transition(
         server=server,
-        message=type(message).__name__,
+        message=_KINDS[type(message)],
         explicit=isinstance(message, Connect) and message.explicit,
         generation=tagged,
         stale=stale,
@@ -342,8 +312,28 @@ def describe_transition(
         live_after=after.live,
         manually_disconnected_before=before.manually_disconnected,
         changed=after is not before,
-        effects=tuple(type(effect).__name__ for effect in effects),
+        effects=tuple(
+            EffectKind.STOP_TRANSPORT if isinstance(effect, StopTransport) else EffectKind.START_TRANSPORT
+            for effect in effects
+        ),
     )
+
+
+_KINDS: dict[type[Message], MessageKind] = {
+    Connect: MessageKind.CONNECT,
+    Disconnect: MessageKind.DISCONNECT,
+    Reconnect: MessageKind.RECONNECT,
+    Retire: MessageKind.RETIRE,
+    Reload: MessageKind.RELOAD,
+    Started: MessageKind.STARTED,
+    StartRefused: MessageKind.START_REFUSED,
+    Up: MessageKind.UP,
+    ToolsListed: MessageKind.TOOLS_LISTED,
+    DialFailed: MessageKind.DIAL_FAILED,
+    Lost: MessageKind.LOST,
+    Restarting: MessageKind.RESTARTING,
+    GaveUp: MessageKind.GAVE_UP,
+}
 
 
 def lazy_dial_due(state: ActorState) -> bool:
@@ -362,12 +352,48 @@ def lazy_dial_due(state: ActorState) -> bool:
 
 
 def settled(state: ActorState) -> bool:
-    """Whether a command's caller may be released: no dial is in progress.
+    """Whether a command's caller may be released: no dial is in progress (the server is not still connecting).
 
     ``connect`` returns once its dial has an outcome (connected or failed);
-    every other command returns once its effects are carried out.
+    every other command returns once its effects are carried out. A turn of
+    a project-mode session and the tool snapshot cache's writer wait for the
+    same: until every server they wait for is settled.
     """
     return state.state is not ServerState.CONNECTING
+
+
+def failure_retried(state: ActorState) -> bool:
+    """Whether a failure of the live transport generation is restarted, with backoff, while the budget lasts.
+
+    A dial a command started (``connecting``: a connect, a reconnect, a
+    reload) is final: the server turns ``error`` and is not dialed again by
+    a later turn (R-DIAL-4). An established connection that is lost, and
+    every attempt of the reconnects that follow (``connected``,
+    ``reconnecting``), are retried (R-RACE-4). The transport task asks this
+    when it fails; :func:`reduce` applies the same rule to the failure's
+    event. A stale generation is never retried: whatever made it stale left
+    the server in another state, or stopped it.
+    """
+    return state.state in (ServerState.CONNECTED, ServerState.RECONNECTING)
+
+
+def dead(state: ActorState, *, now: float, dead_after: float) -> bool:
+    """Whether a shared connection counts as dead, to be rebuilt by the next session that attaches (R-SCOPE-2).
+
+    Dead: in ``error``, or connected for more than ``dead_after`` seconds
+    with no tool at all.
+
+    :param now: wall-clock time (``time.time()``), as ``last_connected`` is.
+    :param dead_after: :attr:`ProjectOptions.dead_after <wave_actors.ProjectOptions.dead_after>`.
+    """
+    if state.state is ServerState.ERROR:
+        return True
+    return (
+        state.state is ServerState.CONNECTED
+        and not state.tools
+        and state.last_connected is not None
+        and now - state.last_connected > dead_after
+    )
 
 
 def finished(state: ActorState) -> bool:
@@ -508,16 +534,17 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
                 instructions=instructions,
                 server_purpose=purpose,
                 last_connected=time,
+                **_after_listing(state, tools),
             )
         case ToolsListed(tools=tools, warnings=warnings):
             if state.state is not ServerState.CONNECTED:
                 return state
-            return attrs.evolve(state, tools=tools, warnings=warnings)
-        case DialFailed(reason=reason, final=True):
-            # A failed reconnect leaves nothing live to list (a first dial had nothing listed anyway).
-            return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason, tools=(), warnings=())
-        case DialFailed(reason=reason):
+            return attrs.evolve(state, tools=tools, warnings=warnings, **_after_listing(state, tools))
+        case DialFailed(reason=reason) if failure_retried(state):
             return attrs.evolve(state, state=ServerState.RECONNECTING, error=reason)
+        case DialFailed(reason=reason):
+            # Final (R-DIAL-4). A failed reconnect leaves nothing live to list (a first dial had nothing listed anyway).
+            return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason, tools=(), warnings=())
         case Lost(reason=reason):
             if state.state is not ServerState.CONNECTED:
                 return state
@@ -535,3 +562,11 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
             )
         case _:
             return state
+
+
+def _after_listing(state: ActorState, tools: tuple[ServerTool, ...]) -> dict[str, frozenset[str]]:
+    """``listed`` and ``withdrawn`` after a new listing: what the previous listings had and this one lacks is withdrawn."""
+    listed = frozenset(tool.name for tool in tools)
+    if listed == state.listed:
+        return {}
+    return {"listed": listed, "withdrawn": (state.withdrawn | state.listed) - listed}

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from wave_actors._actor.machine import DialFailed, Lost, Message, ServerTool, ToolsListed, Up
+from wave_actors._actor.machine import DialFailed, Lost, Message, ToolsListed, Up
 from wave_actors._config import ServerConfig
 from wave_actors._errors import ServerUnavailable, WaveActorsError
+from wave_actors._listing import ServerTool
 from wave_actors._transport import Connection, TransportOptions, open_connection
 
 if TYPE_CHECKING:
@@ -73,21 +74,23 @@ async def run_transport(
     config: ServerConfig,
     generation: int,
     *,
-    final: bool,
+    retried: Callable[[], bool],
     dial_timeout: float,
     options: TransportOptions,
     report: Callable[[Message], None],
 ) -> None:
     """One transport attempt: dial, report ``Up``, serve until lost.
 
-    A failed first attempt (``final``) reports a final ``DialFailed`` and
-    returns: no restart (R-DIAL-4). A lost connection, or a failed reconnect
-    attempt, reports and raises :class:`ConnectionLost`, so the supervisor
-    restarts it with backoff (R-RACE-4).
+    A lost connection reports ``Lost`` and raises :class:`ConnectionLost`, so
+    the supervisor restarts it with backoff (R-RACE-4). A failed dial reports
+    ``DialFailed``, then asks ``retried`` (the state machine's
+    :func:`~wave_actors._actor.machine.failure_retried`): raised when it is
+    retried, returned when it is final, so the supervisor does not restart
+    it (R-DIAL-4).
 
     :param config: the server's entry, ``cwd`` resolved.
     :param generation: this attempt's generation; every report carries it (R-RACE-1).
-    :param final: whether a failed dial is final (the first attempt of a connect).
+    :param retried: whether a failed dial is retried, asked when it fails.
     :param dial_timeout: seconds for spawn, handshake and the first tool listing.
     :param options: transport settings.
     :param report: receives every message, synchronously; must not block.
@@ -128,8 +131,9 @@ async def run_transport(
         if up:
             raise
         reason = f"server {config.name!r}: connect failed: unexpected {type(error).__name__}: {error}"
-    report(DialFailed(generation, reason, final=final))
-    if not final:
+    retry = retried()
+    report(DialFailed(generation, reason))
+    if retry:
         raise ConnectionLost(reason)
 
 

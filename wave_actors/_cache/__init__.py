@@ -12,7 +12,8 @@ are for display only: declarations and calls take live tools only (R-TOOL-3).
 The package, one concept a module:
 
 * :mod:`~wave_actors._cache.model`: the immutable records
-  (:class:`CachedTool`, :class:`CachedServer`, :class:`ToolCache`);
+  (:class:`CachedServer`, :class:`ToolCache`; a snapshot's tools are
+  :class:`~wave_actors._listing.ServerTool` records);
 * :mod:`~wave_actors._cache.file`: the file, its format, reading that never
   fails (R-CACHE-3) and the locked, atomic read-modify-write (R-CACHE-4);
   synchronous, for worker threads, importing neither ``mcp`` nor ``trio``;
@@ -34,7 +35,6 @@ from wave_actors._cache.file import (
 from wave_actors._cache.model import (
     EMPTY_CACHE as EMPTY_CACHE,
     CachedServer as CachedServer,
-    CachedTool as CachedTool,
     ToolCache as ToolCache,
 )
 from wave_actors._cache.session import SessionToolCache as SessionToolCache
@@ -43,7 +43,6 @@ __all__ = [
     "CACHE_FILE_NAME",
     "EMPTY_CACHE",
     "CachedServer",
-    "CachedTool",
     "SessionToolCache",
     "ToolCache",
     "cache_file",

@@ -47,9 +47,10 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
-from wave_actors._cache.model import EMPTY_CACHE, CachedServer, CachedTool, ToolCache
+from wave_actors._cache.model import EMPTY_CACHE, CachedServer, ToolCache
 from wave_actors._config.atomic import exclusive_lock, remove_stale_temporaries, replace_atomically
 from wave_actors._config.sources import UnreadableFile, default_home, read_file_bytes
+from wave_actors._listing import ServerTool
 
 __all__ = ["CACHE_FILE_NAME", "FORMAT", "LOCK_TIMEOUT", "MAX_CACHE_BYTES", "cache_file", "read_cache", "update_cache"]
 
@@ -100,7 +101,7 @@ def _read_bytes(path: Path) -> bytes | None:
         raise _Unusable(str(error)) from error
 
 
-def _tool_of(value: object) -> CachedTool | None:
+def _tool_of(value: object) -> ServerTool | None:
     if not isinstance(value, dict):
         return None
     fields = cast(dict[str, object], value)
@@ -113,7 +114,7 @@ def _tool_of(value: object) -> CachedTool | None:
         or not isinstance(read_only, bool | None)
     ):
         return None
-    return CachedTool(name, description, cast(dict[str, Any], schema), read_only)
+    return ServerTool(name, description, cast(dict[str, Any], schema), read_only)
 
 
 def _server_of(value: object) -> CachedServer | None:
@@ -142,7 +143,7 @@ def _server_of(value: object) -> CachedServer | None:
         fingerprint,
         workdir,
         float(last_connected),
-        tuple(cast(list[CachedTool], tools)),
+        tuple(cast(list[ServerTool], tools)),
         tuple(cast(list[str], warnings)),
     )
 

@@ -1,4 +1,7 @@
-"""The tool snapshot cache's records: one tool, one server's snapshot, the cache (R-CACHE-1, R-CACHE-2).
+"""The tool snapshot cache's records: one server's snapshot, the cache (R-CACHE-1, R-CACHE-2).
+
+A snapshot's tools are :class:`~wave_actors._listing.ServerTool` records, the
+same the state machine keeps, so nothing converts them field by field.
 
 Immutable values, shared by everything that touches the cache: the file's
 reader and writer (:mod:`wave_actors._cache.file`) make and store them, a
@@ -10,30 +13,14 @@ yet dialed. No I/O here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from wave_actors._frozen import empty_mapping, freeze_mapping
+from wave_actors._frozen import freeze_mapping
+from wave_actors._listing import ServerTool
 
-__all__ = ["EMPTY_CACHE", "CachedServer", "CachedTool", "ToolCache"]
-
-
-@attrs.frozen
-class CachedTool:
-    """One tool as its server listed it.
-
-    :param name: the server's raw tool name.
-    :param description: its description.
-    :param input_schema: its input schema as sent.
-    :param read_only_hint: its ``readOnlyHint``, ``None`` when it had none;
-        ``tool_overrides`` apply when it is shown (R-TOOL-7, R-TOOL-8).
-    """
-
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=empty_mapping, converter=freeze_mapping)
-    read_only_hint: bool | None = None
+__all__ = ["EMPTY_CACHE", "CachedServer", "ToolCache"]
 
 
 @attrs.frozen(eq=False)
@@ -53,7 +40,7 @@ class CachedServer:
     fingerprint: str
     workdir: str
     last_connected: float
-    tools: tuple[CachedTool, ...] = ()
+    tools: tuple[ServerTool, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @property

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from wave_actors._cache.file import update_cache
-from wave_actors._cache.model import CachedServer, CachedTool, ToolCache
+from wave_actors._cache.model import CachedServer, ToolCache
 
 if TYPE_CHECKING:
     import trio
@@ -116,12 +116,13 @@ class SessionToolCache:
 
         :param servers: each server's entry and state machine state, after a change.
         """
+        from wave_actors._actor.machine import settled
         from wave_actors._status import ServerState
 
         updates: list[CachedServer] = []
         connecting = False
         for config, state in servers:
-            connecting = connecting or state.state is ServerState.CONNECTING
+            connecting = connecting or not settled(state)
             if state.state is not ServerState.CONNECTED or state.last_connected is None:
                 continue
             seen = self._seen.get(config.name)
@@ -129,12 +130,9 @@ class SessionToolCache:
             if seen is not None and seen[0] == state.last_connected and seen[1] is state.tools:
                 continue
             self._seen[config.name] = (state.last_connected, state.tools)
-            tools = tuple(
-                CachedTool(tool.name, tool.description, tool.input_schema, tool.read_only_hint) for tool in state.tools
-            )
             updates.append(
                 CachedServer(
-                    config.name, config.fingerprint, self._workdir, state.last_connected, tools, state.warnings
+                    config.name, config.fingerprint, self._workdir, state.last_connected, state.tools, state.warnings
                 )
             )
         self._connecting = connecting

@@ -51,25 +51,12 @@ def _configured_state(config: ServerConfig) -> str:
 
 
 def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
-    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2).
-
-    A server with cached tools has the warnings of the listing they come from
-    (the tools it skipped as invalid, R-TOOL-9).
-    """
-    from wave_actors._actor.machine import initial_state
+    """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
     from wave_actors._cache import cache_file, read_cache
-    from wave_actors._catalog import build_snapshot
+    from wave_actors._catalog import statuses_before_dialing
 
     cache = read_cache(cache_file(home_directory), workdir=loaded.workdir)
-    servers = [(config, initial_state(enabled=config.enabled)) for config in loaded.servers.values()]
-    statuses: dict[str, ServerStatus] = {}
-    for status in build_snapshot(0, servers, cache=cache).servers:
-        cached = cache.lookup(status.name, status.fingerprint) if status.tools_cached else None
-        if cached is not None and not status.warnings:
-            # A session's status carries the warnings of its live listing only; these are the cached listing's.
-            status = attrs.evolve(status, warnings=cached.warnings)
-        statuses[status.name] = status
-    return statuses
+    return {status.name: status for status in statuses_before_dialing(loaded.servers.values(), cache)}
 
 
 def _cached_document(status: ServerStatus) -> dict[str, object]:

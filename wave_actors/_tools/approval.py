@@ -32,7 +32,7 @@ import attrs
 
 from wave_actors._status import SessionSnapshot, ToolInfo
 from wave_actors._tools.gateway import MCP_CALL, MCP_DESCRIBE, requested_tool
-from wave_actors._tools.naming import PREFIX, assign_names
+from wave_actors._tools.naming import PREFIX, tool_name as model_visible_name
 
 __all__ = ["ApprovalDecision", "ApprovalLevel", "approval_decision"]
 
@@ -161,7 +161,7 @@ def approval_decision(
             return _decide(level, MCP_CALL, None, "mcp_call names no server and tool, so it cannot be restored")
         server, tool = pair
         info = _find(snapshot, server, tool)
-        name = info.name if info is not None else next(iter(assign_names([pair])))
+        name = info.name if info is not None else model_visible_name(server, tool)
         return _decide(level, name, info, f"mcp_call restored to {name}", server, tool)
     if tool_name == MCP_DESCRIBE:
         return ApprovalDecision(

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from wave_actors._frozen import freeze_mapping
-from wave_actors._status import ServerState, ServerStatus
+from wave_actors._status import ServerStatus, is_live
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 
 __all__ = ["LoadMode", "ToolDeclaration", "full_declarations"]
@@ -51,9 +51,6 @@ class ToolDeclaration:
     input_schema: Mapping[str, Any] = attrs.field(converter=freeze_mapping)
 
 
-_LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})
-
-
 def full_declarations(
     statuses: Iterable[ServerStatus], dropped_keywords: Iterable[str] = DEFAULT_DROPPED_KEYWORDS
 ) -> tuple[ToolDeclaration, ...]:
@@ -74,7 +71,7 @@ def full_declarations(
             input_schema=sanitize_schema(tool.input_schema, dropped),
         )
         for status in statuses
-        if status.state in _LIVE and not status.tools_cached
+        if is_live(status)
         for tool in status.tools
     ]
     return tuple(sorted(declarations, key=lambda declaration: declaration.name))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._status import ServerStatus, SessionSnapshot, ToolInfo, Unavailable, unavailable
 from wave_actors._tools.declarations import ToolDeclaration
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 from wave_actors._tools.working_set import unavailable_reason
@@ -243,7 +243,8 @@ def resolve(request: GatewayRequest, snapshot: SessionSnapshot) -> ToolInfo | st
 def _empty_list(status: ServerStatus) -> str:
     name = json.dumps(status.name, ensure_ascii=False)
     reason = unavailable_reason(status)
-    if status.state in (ServerState.ERROR, ServerState.RECONNECTING) and status.error:
+    why = unavailable(status.state, manually_disconnected=status.manually_disconnected)
+    if why in (Unavailable.FAILED, Unavailable.RECONNECTING) and status.error:
         # Told apart from "no such tool": retrying another name cannot help (R-WS-4).
         return (
             f"The tool list of server {name} is empty because the server failed to sync: {reason}. "

@@ -21,8 +21,8 @@ So a name never depends on which other servers or tools exist: the same
 (server, raw tool) gets the same name in every session and every process, and
 a server that connects later cannot take over a name (R-TOOL-1). Plain names
 split back exactly; hashed names never collide with plain ones (a plain name
-never ends like a hash) and map back through the session's index
-(:func:`assign_names`).
+never ends like a hash) and map back through the session's one index, its
+snapshot (:meth:`SessionSnapshot.tool <wave_actors.SessionSnapshot.tool>`).
 
 The one case where the rule alone cannot decide is two raw pairs whose hashed
 forms coincide, which takes equal shortened parts *and* equal 32-bit digests:
@@ -97,23 +97,26 @@ def tool_name(server: str, tool: str) -> str:
     return _plain(server, tool) or _hashed(server, tool)
 
 
-def assign_names(tools: Iterable[tuple[str, str]]) -> Mapping[str, tuple[str, str]]:
-    """The session's index: every ``(server, tool)`` pair's :func:`tool_name`, mapped back to the pair.
+def assign_names(tools: Iterable[tuple[str, str]]) -> Mapping[tuple[str, str], str]:
+    """Every ``(server, tool)`` pair's name among ``tools``: its :func:`tool_name`, unique in the set.
 
     Each pair gets its own :func:`tool_name`, whatever else is listed. Only if
     two pairs' hashed names coincide (equal shortened parts and equal
     digests) does the later one in sorted order get a salted digest, so that
-    names stay unique.
+    names stay unique. The way back, from a name to its tool, is the
+    snapshot's index, built from the names given here.
 
     :param tools: ``(server, raw_tool_name)`` pairs; duplicates are ignored.
-    :returns: model-visible name → ``(server, raw_tool_name)``.
+    :returns: ``(server, raw_tool_name)`` → model-visible name.
     """
-    assigned: dict[str, tuple[str, str]] = {}
+    assigned: dict[tuple[str, str], str] = {}
+    taken: set[str] = set()
     for server, tool in sorted(set(tools)):
         name = tool_name(server, tool)
         salt = 0
-        while name in assigned:
+        while name in taken:
             salt += 1
             name = _hashed(server, tool, salt)
-        assigned[name] = (server, tool)
+        taken.add(name)
+        assigned[(server, tool)] = name
     return assigned

@@ -27,12 +27,11 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from wave_actors._status import ServerState, ServerStatus, ToolInfo
+from wave_actors._status import ServerStatus, ToolInfo, is_live
 
 __all__ = ["search_tools"]
 
 _WORD: Final = re.compile(r"[^\W_]+")
-_LIVE: Final = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})
 
 
 def _words(text: str) -> list[str]:
@@ -67,7 +66,7 @@ def search_tools(statuses: Iterable[ServerStatus], query: str, limit: int | None
         return ()
     scored: list[tuple[int, str, ToolInfo]] = []
     for status in statuses:
-        if status.state not in _LIVE or status.tools_cached or not status.enabled:
+        if not is_live(status) or not status.enabled:
             continue
         for tool in status.tools:
             score = sum(_score(term, tool) for term in terms)

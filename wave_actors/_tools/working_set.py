@@ -38,7 +38,7 @@ from typing import Final
 
 import attrs
 
-from wave_actors._status import ServerState, ServerStatus, ToolInfo
+from wave_actors._status import ServerStatus, ToolInfo, Unavailable, unavailable
 from wave_actors._tools.declarations import ToolDeclaration
 
 __all__ = [
@@ -254,24 +254,19 @@ def unavailable_reason(status: ServerStatus) -> str | None:
 
     :param status: a server's status.
     """
-    if status.state is ServerState.CONNECTED and not status.tools_cached:
+    why = unavailable(status.state, manually_disconnected=status.manually_disconnected)
+    if why is None:
         return None
     error = status.error
     if error is not None:
         error = error.removeprefix(f"server {status.name!r}: ")
-    match status.state:
-        case ServerState.ERROR:
-            reason = error or "failed"
-        case ServerState.RECONNECTING:
-            reason = f"reconnecting after: {error}" if error else "reconnecting"
-        case ServerState.CONNECTING:
-            reason = "connecting"
-        case ServerState.DISABLED:
-            reason = "disabled"
-        case _ if status.manually_disconnected:
-            reason = "disconnected"
+    match why:
+        case Unavailable.FAILED:
+            reason = error or why.value
+        case Unavailable.RECONNECTING if error:
+            reason = f"reconnecting after: {error}"
         case _:
-            reason = "not connected"
+            reason = why.value
     return _one_line(reason, _MAX_REASON)
 
 
