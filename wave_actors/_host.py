@@ -8,7 +8,7 @@ never be skipped by an earlier failure (R-KILL-3).
 
 Sessions created with ``ownership="project"`` share one connection per
 server with every other such session of their workdir; those connections
-belong to the host's project scopes (:mod:`wave_actors._project`), which the
+belong to the host's project scopes (:mod:`wave_actors._roster.project`), which the
 host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
 after configuration edits, in both modes (R-SCOPE-3).
 """
@@ -34,8 +34,8 @@ from wave_actors._lifecycle import SessionLifecycle
 from wave_actors._opening import open_owned_session
 from wave_actors._options import ProjectOptions, SessionOptions
 from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
-from wave_actors._projects import ProjectScopes
 from wave_actors._reconfigure import ReconfigureResult
+from wave_actors._roster import ProjectScopes
 from wave_actors._session import Session
 from wave_actors._status import ServerStatus
 from wave_actors._surface import NoPublicConstructor
@@ -188,7 +188,7 @@ class Host(metaclass=NoPublicConstructor):
         R-SCOPE-2). Destroying the session then releases its references and
         returns at once; the processes are the project's, reclaimed when the
         idle timer fires, when the configuration drops the server, or when the
-        host closes. See :mod:`wave_actors._project` for every rule, manual
+        host closes. See :mod:`wave_actors._roster.project` for every rule, manual
         disconnect (per project) included.
 
         :param workdir: the project directory (its ``.mcp.json`` is a config source).

@@ -19,8 +19,8 @@ import trio
 from wave_actors._config import TrustMode
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
-from wave_actors._parameters import ServerEntries, SessionParameters, session_parameters
-from wave_actors._projects import ProjectScopes
+from wave_actors._parameters import ServerEntries, SessionParameters, SessionSources, session_parameters
+from wave_actors._roster import OwnedRoster, ProjectScopes, Roster, SharedRoster
 from wave_actors._session import Session
 from wave_actors._transport.sdk_import import start_preload
 
@@ -37,9 +37,13 @@ async def open_owned_session(
 ) -> AsyncGenerator[tuple[Session, SessionLifecycle], None]:
     """Load the configuration, open the session's nursery, and yield the session with its lifecycle.
 
+    This is where the session's roster is picked, once: its own servers in
+    its nursery, or a view onto its project's scope (R-SCOPE-1).
+
     Leaving the block closes the session (if nobody did) and returns once
-    every process it started is gone; :meth:`SessionLifecycle.wait_closed`
-    returns then too.
+    every process it started is gone (a project's shared processes are the
+    scope's, and outlive it); :meth:`SessionLifecycle.wait_closed` returns
+    then too.
 
     :param parameters: what the session is made of.
     :param owner: who ``session.aclose()`` asks to destroy it; ``None``: it closes itself.
@@ -48,31 +52,34 @@ async def open_owned_session(
         project's connections (``ownership="project"``, R-SCOPE-1); ``None``:
         the session owns its connections.
     """
-    loaded, tool_cache = await parameters.load_with_tool_cache()
+    sources = SessionSources(parameters)
+    loaded, tool_cache = await sources.load_with_tool_cache()
     lifecycle: SessionLifecycle | None = None
-    view = await scopes.view_for(loaded.workdir, tool_cache) if scopes is not None else None
+    shared: SharedRoster | None = None
+    if scopes is not None:
+        shared = await scopes.reserve(loaded.workdir, tool_cache, sources, versions)
     try:
         async with trio.open_nursery() as nursery:
             lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)
-            session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
-                parameters,
-                loaded,
+            roster: Roster = shared or OwnedRoster(
+                sources,
                 nursery=nursery,
-                lifecycle=lifecycle,
-                owner=owner,
-                versions=versions,
                 tool_cache=tool_cache,
-                project=view,
+                cache_file=parameters.tool_cache_file,
+                workdir=loaded.workdir,
+                versions=versions,
+            )
+            session = Session._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
+                sources, roster, lifecycle=lifecycle, owner=owner
             )
             try:
-                if view is not None:
-                    await view.scope.attach(view, loaded)
+                await roster.attach(loaded)
                 yield session, lifecycle
             finally:
                 lifecycle.close()
     finally:
-        if view is not None:
-            view.detach()  # released by the close already, unless the session was never made
+        if shared is not None:
+            shared.close()  # released by the close already, unless the session was never made
         if lifecycle is not None:
             lifecycle.mark_closed()
 

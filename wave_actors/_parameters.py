@@ -1,23 +1,35 @@
-"""What a session is made of: its id, where its configuration comes from, and its options."""
+"""What a session is made of: its id, where its configuration comes from, and its options.
+
+:class:`SessionParameters` is the frozen record; :class:`SessionSources`
+holds a live session's current one, loads it (in a worker thread), and keeps
+what the last load said.
+"""
 
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import final
 
 import attrs
 import trio
 
 from wave_actors._cache import ToolCache, cache_file, read_cache
-from wave_actors._config import LoadedConfig, TrustMode, load_config
+from wave_actors._config import Diagnostic, LoadedConfig, Severity, TrustMode, load_config
 from wave_actors._options import SessionOptions
 
-__all__ = ["ServerEntries", "SessionParameters", "session_parameters"]
+__all__ = ["Plugins", "ServerEntries", "SessionParameters", "SessionSources", "session_parameters"]
+
+logger = logging.getLogger(__name__)
 
 ServerEntries = Mapping[str, Mapping[str, object]]
 """Server entries by name, as in a configuration file's ``mcpServers`` object (R-CFG-2)."""
+
+Plugins = tuple[tuple[str, ServerEntries], ...]
+"""``(plugin_name, entries)`` sources, the lowest precedence (R-CFG-1)."""
 
 
 @attrs.frozen
@@ -71,6 +83,47 @@ class SessionParameters:
             return loaded, read_cache(self.tool_cache_file, workdir=loaded.workdir, shared=True)
 
         return await trio.to_thread.run_sync(load)
+
+
+@final
+class SessionSources:
+    """A live session's configuration sources, reloadable, and the diagnostics of their last load (R-CFG-4).
+
+    Shared by the session (its id, workdir, options and diagnostics) and its
+    roster (which loads the sources again on ``reconfigure`` and on a
+    project's ``reconcile``, R-STORE-5, R-SCOPE-3).
+
+    :param parameters: what the session was created from.
+    """
+
+    __slots__ = ("diagnostics", "parameters")
+
+    def __init__(self, parameters: SessionParameters) -> None:
+        self.parameters = parameters
+        self.diagnostics: tuple[Diagnostic, ...] = ()
+
+    def replace(self, *, constructor: ServerEntries | None = None, plugins: Plugins | None = None) -> None:
+        """Take new constructor entries or plugin sources for the next load; ``None`` keeps the current ones."""
+        if constructor is not None:
+            self.parameters = attrs.evolve(self.parameters, constructor=constructor)
+        if plugins is not None:
+            self.parameters = attrs.evolve(self.parameters, plugins=plugins)
+
+    async def load(self, plugins: Plugins | None = None) -> LoadedConfig:
+        """Load the configuration again (R-CFG-11), with new plugin sources if given (kept for later loads)."""
+        self.replace(plugins=plugins)
+        return self._note(await self.parameters.load())
+
+    async def load_with_tool_cache(self) -> tuple[LoadedConfig, ToolCache]:
+        """Load the configuration and read the workdir's tool snapshots, once, as the session is created."""
+        loaded, tool_cache = await self.parameters.load_with_tool_cache()
+        return self._note(loaded), tool_cache
+
+    def _note(self, loaded: LoadedConfig) -> LoadedConfig:
+        self.diagnostics = loaded.diagnostics
+        for diagnostic in loaded.diagnostics:
+            logger.log(logging.WARNING if diagnostic.severity is Severity.ERROR else logging.INFO, "%s", diagnostic)
+        return loaded
 
 
 def session_parameters(

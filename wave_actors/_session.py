@@ -10,6 +10,12 @@ after every process they started is reclaimed (R-RACE-2, R-KILL-4).
 Lifecycle. A session is ``OPEN``, ``RECONFIGURING``, ``DESTROYING`` or
 ``CLOSED``; :mod:`wave_actors._lifecycle` holds the phase and its rules.
 
+Whose servers. The session is a facade over a
+:class:`~wave_actors._roster.interface.Roster`, picked once when the session
+is opened: its own servers in its own nursery (``ownership="session"``), or
+a view onto its project's shared ones (``ownership="project"``, R-SCOPE).
+Nothing here asks which.
+
 Who owns it. :func:`~wave_actors._opening.open_owned_session` opens the nursery, builds the session
 and yields it with its :class:`SessionLifecycle`, the owner's only handle on
 the phase. :class:`~wave_actors.Host` is one owner (it implements
@@ -19,22 +25,14 @@ the phase. :class:`~wave_actors.Host` is one owner (it implements
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
-import attrs
-import trio
-from trio_util import AsyncValue
-
 from wave_actors._actor.actor import ServerActor
-from wave_actors._actor.machine import Connect
-from wave_actors._cache import EMPTY_CACHE, SessionToolCache, ToolCache
 from wave_actors._catalog import build_snapshot, unknown_tool_hint
-from wave_actors._config import Diagnostic, LoadedConfig
+from wave_actors._config import Diagnostic
 from wave_actors._errors import (
     DialError,
     ServerDisabled,
@@ -45,9 +43,9 @@ from wave_actors._errors import (
 )
 from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
-from wave_actors._parameters import ServerEntries, SessionParameters
-from wave_actors._project import Plugins, ProjectView
-from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
+from wave_actors._parameters import ServerEntries, SessionSources
+from wave_actors._reconfigure import ReconfigureResult
+from wave_actors._roster import KnownTool, Roster, Standing
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._tools import (
@@ -69,8 +67,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Session"]
 
-logger = logging.getLogger(__name__)
-
 
 @final
 class Session(metaclass=NoPublicConstructor):
@@ -82,66 +78,38 @@ class Session(metaclass=NoPublicConstructor):
 
     def __init__(
         self,
-        parameters: SessionParameters,
-        loaded: LoadedConfig,
+        sources: SessionSources,
+        roster: Roster,
         *,
-        nursery: trio.Nursery,
         lifecycle: SessionLifecycle,
         owner: SessionOwner | None,
-        versions: Iterator[int],
-        tool_cache: ToolCache = EMPTY_CACHE,
-        project: ProjectView | None = None,
     ) -> None:
-        self._parameters = parameters
-        self._nursery = nursery
+        self._sources = sources
+        self._roster = roster
         self._owner = owner
-        self._versions = versions
         self._lifecycle = lifecycle
-        lifecycle.on_close(self._on_close)
-        # Session ownership: the session's own actors, tasks in its nursery. Project ownership: the
-        # project's shared actors, which the scope puts in (and takes out of) the view (R-SCOPE-1).
-        self._project = project
-        self._actors: dict[str, ServerActor] = project.actors if project is not None else {}
-        # Every tool name a snapshot ever showed: a call by a known name whose server is down is
-        # ServerUnavailable, not UnknownTool (names are a pure function of the pair, R-TOOL-1).
-        self._known_tools: dict[str, tuple[str, str]] = {}
-        self._diagnostics: tuple[Diagnostic, ...] = ()
-        self._version = AsyncValue(next(versions))
+        lifecycle.on_close(roster.close)
         self._snapshot: SessionSnapshot | None = None
-        if project is not None:
-            self._tool_cache = project.scope.tool_cache  # the project's one writer (R-CACHE-1)
-            project.bind(on_change=self._changed, load=self._load_for_project)
-            self._note_diagnostics(loaded)  # the scope attaches the servers (R-SCOPE-1)
-            return
-        # Cached tools show for servers without a live connection; each connect and refresh is written back (R-CACHE).
-        self._tool_cache = SessionToolCache(
-            parameters.tool_cache_file,
-            loaded.workdir,
-            tool_cache,
-            nursery=nursery,
-            configured=lambda: [(actor.config.name, actor.config.fingerprint) for actor in self._actors.values()],
-        )
-        self._register(loaded)
 
     @property
     def id(self) -> str:
         """The session's id, unique within its host."""
-        return self._parameters.session_id
+        return self._sources.parameters.session_id
 
     @property
     def workdir(self) -> Path:
         """The project directory whose configuration this session uses."""
-        return self._parameters.workdir
+        return self._sources.parameters.workdir
 
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
         """Problems found loading the configuration (R-CFG-4); loading never raised."""
-        return self._diagnostics
+        return self._sources.diagnostics
 
     @property
     def ownership(self) -> Literal["session", "project"]:
         """``"session"``: the session owns its connections; ``"project"``: it shares its project's (R-SCOPE-1)."""
-        return "session" if self._project is None else "project"
+        return self._roster.ownership
 
     @property
     def closed(self) -> bool:
@@ -153,66 +121,19 @@ class Session(metaclass=NoPublicConstructor):
         """Whether a :meth:`reconfigure` is in progress."""
         return self._lifecycle.reconfiguring
 
-    def _on_close(self) -> None:
-        if self._project is not None:
-            self._project.detach()  # references released; the connections are the project's (R-SCOPE-2)
-        else:
-            for actor in self._actors.values():
-                actor.refuse_commands()
-        self._changed()
-
-    def _waiting(self) -> contextlib.AbstractContextManager[None]:
-        """Bounds a caller's wait on an actor by the session's life: a shared actor outlives the session."""
-        return self._project.until_detached() if self._project is not None else contextlib.nullcontext()
-
-    def _note_diagnostics(self, loaded: LoadedConfig) -> None:
-        self._diagnostics = loaded.diagnostics
-        for diagnostic in loaded.diagnostics:
-            logger.log(logging.WARNING if diagnostic.severity.value == "error" else logging.INFO, "%s", diagnostic)
-
-    async def _load_for_project(self, plugins: Plugins | None) -> LoadedConfig:
-        if plugins is not None:
-            self._parameters = attrs.evolve(self._parameters, plugins=plugins)
-        loaded = await self._parameters.load()
-        self._note_diagnostics(loaded)
-        return loaded
-
-    def _register(self, loaded: LoadedConfig) -> None:
-        self._note_diagnostics(loaded)
-        for name, config in loaded.servers.items():
-            if name not in self._actors:
-                self._actors[name] = ServerActor(
-                    config,
-                    workdir=self.workdir,
-                    options=self._parameters.options,
-                    nursery=self._nursery,
-                    on_change=self._changed,
-                )
-        self._changed()
-
-    # Status.
-
-    def _changed(self) -> None:
-        self._snapshot = None
-        self._tool_cache.observe((actor.config, actor.state) for actor in self._actors.values())
-        self._version.value = next(self._versions)
-
     def snapshot(self) -> SessionSnapshot:
         """Every server's status now, with a version that grows with every change (R-HOST-2).
 
         Versions grow across every session of a host, so a view that keeps the
         highest version it has seen never ignores a new session that reuses an id.
         """
-        snapshot = self._snapshot
-        if snapshot is None or snapshot.version != self._version.value:
-            servers = ((actor.config, actor.state) for actor in self._actors.values())
-            shared = self._project.sharing() if self._project is not None and not self.closed else None
+        roster, snapshot = self._roster, self._snapshot
+        version = roster.version.value
+        if snapshot is None or snapshot.version != version:
+            servers = ((actor.config, actor.state) for actor in roster.actors.values())
             snapshot = self._snapshot = build_snapshot(
-                self._version.value, servers, closed=self.closed, cache=self._tool_cache.cache, shared=shared
+                version, servers, closed=self.closed, cache=roster.tool_cache, shared=roster.sharing()
             )
-            for status in snapshot.servers:
-                for tool in status.tools:
-                    self._known_tools[tool.name] = (tool.server, tool.tool)
         return snapshot
 
     def servers(self) -> list[ServerStatus]:
@@ -237,10 +158,11 @@ class Session(metaclass=NoPublicConstructor):
         snapshot at least that new. Versions only grow. The iteration ends
         after the session closes, with a snapshot showing it closed.
         """
-        async for version in self._version.eventual_values():
+        versions = self._roster.version
+        async for version in versions.eventual_values():
             snapshot = self.snapshot()
             yield snapshot
-            if self.closed and snapshot.version >= version and self._version.value == snapshot.version:
+            if self.closed and snapshot.version >= version and versions.value == snapshot.version:
                 return
 
     async def wait_for(self, predicate: Callable[[SessionSnapshot], bool]) -> SessionSnapshot:
@@ -272,8 +194,9 @@ class Session(metaclass=NoPublicConstructor):
                 return True
             return self.closed
 
-        if not holds(self._version.value):
-            await self._version.wait_value(holds)
+        versions = self._roster.version
+        if not holds(versions.value):
+            await versions.wait_value(holds)
         if failed:
             raise failed[0]
         if not found:
@@ -305,37 +228,7 @@ class Session(metaclass=NoPublicConstructor):
         timeout fails nothing: the server shows ``connecting``, and its tools
         come with a later turn (R-SCOPE-4).
         """
-        if self._project is not None:
-            await self._prepare_shared_turn(self._project)
-            return
-        due = [actor for actor in self._actors.values() if actor.lazy_dial_due()]
-        if not due or self.closed:
-            return
-        async with trio.open_nursery() as nursery:
-            for actor in due:
-                nursery.start_soon(functools.partial(actor.connect, explicit=False))
-
-    async def _prepare_shared_turn(self, project: ProjectView) -> None:
-        if self.closed:
-            return
-        waiting: list[ServerActor] = []
-        for actor in self._actors.values():
-            if actor.lazy_dial_due():
-                actor.post(Connect(explicit=False))
-                waiting.append(actor)
-            elif actor.state.state is ServerState.CONNECTING:
-                waiting.append(actor)
-        budget = project.ready_budget
-        if not waiting or budget == 0:
-            return
-
-        def ready(_: int) -> bool:
-            # Posted dials are due until the actor takes them, then connecting until they settle.
-            pending = any(actor.lazy_dial_due() or actor.state.state is ServerState.CONNECTING for actor in waiting)
-            return self.closed or not pending
-
-        with trio.move_on_after(budget):
-            await self._version.wait_value(ready)
+        await self._roster.prepare_turn()
 
     async def connect(self, name: str) -> ServerStatus:
         """Dial ``name`` now, whatever the lazy rules say (R-DIAL-5), and wait for the outcome.
@@ -358,7 +251,7 @@ class Session(metaclass=NoPublicConstructor):
         actor = self._actor(name)
         if not actor.config.enabled:
             raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
-        with self._waiting():
+        with self._roster.waiting():
             await actor.connect(explicit=True)
         if self.closed:
             raise ServerUnavailable(f"session {self.id} closed while server {name!r} was connecting")
@@ -389,7 +282,7 @@ class Session(metaclass=NoPublicConstructor):
         actor = self._actor(name)
         if not actor.config.enabled:
             raise ServerDisabled(f"server {name!r} is disabled in {actor.config.origin}; enable it there to connect")
-        with self._waiting():
+        with self._roster.waiting():
             await actor.reconnect()
         status = self.server(name)
         if status.state is ServerState.ERROR:
@@ -409,7 +302,7 @@ class Session(metaclass=NoPublicConstructor):
         :raises ToolCallError: the server's listing was malformed.
         """
         actor = self._actor(name)
-        with self._waiting():
+        with self._roster.waiting():
             await actor.refresh_tools()
         return self.server(name)
 
@@ -422,7 +315,7 @@ class Session(metaclass=NoPublicConstructor):
         :raises UnknownServer: no such server.
         """
         actor = self._actor(name)
-        with self._waiting():
+        with self._roster.waiting():
             await actor.disconnect()
         return self.server(name)
 
@@ -430,12 +323,12 @@ class Session(metaclass=NoPublicConstructor):
         if self.closed:
             raise WaveActorsError(f"session {self.id} is closed")
         try:
-            return self._actors[name]
+            return self._roster.actors[name]
         except KeyError:
             raise UnknownServer(self._unknown_server(name)) from None
 
     def _unknown_server(self, name: str) -> str:
-        known = ", ".join(sorted(self._actors)) or "none"
+        known = ", ".join(sorted(self._roster.actors)) or "none"
         return f"no server {name!r} in session {self.id}; configured: {known}"
 
     # Tools.
@@ -452,7 +345,7 @@ class Session(metaclass=NoPublicConstructor):
         snapshot = self.snapshot()
         if LoadMode(mode) is LoadMode.WORKING_SET:
             return gateway_declarations() if any(status.enabled for status in snapshot.servers) else ()
-        return full_declarations(snapshot.servers, self._parameters.options.dropped_schema_keywords)
+        return full_declarations(snapshot.servers, self._sources.parameters.options.dropped_schema_keywords)
 
     def working_set(self) -> WorkingSet:
         """What the model is told about this session's servers in working-set mode (R-WS-3).
@@ -538,10 +431,14 @@ class Session(metaclass=NoPublicConstructor):
             channel's ``send_nowait``. Without it no progress token is sent.
             Progress never extends the call's deadline (R-TOOL-4). A callback
             that raises is logged and the call goes on.
-        :raises UnknownTool: no tool of that name was ever listed in this session.
-        :raises ServerUnavailable: the tool is known but its server is not
-            connected (disconnected, reconnecting, in error, not yet dialed),
-            or the connection was lost mid-call.
+        :raises UnknownTool: no live listing of the session's servers has a
+            tool of that name: never listed (a tool only the snapshot cache
+            shows is never callable, R-CACHE-2), withdrawn by its server since
+            (``tools/list_changed``), or its server was removed from the
+            configuration. Nothing was sent.
+        :raises ServerUnavailable: the newest listing of the tool's server has
+            it, but the server is not connected (disconnected, reconnecting,
+            in error, disabled since), or the connection was lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises ToolCallError: the server refused the request, or its answer was malformed.
         :raises TypeError: ``name`` is not a string, or ``arguments`` is not a
@@ -557,7 +454,7 @@ class Session(metaclass=NoPublicConstructor):
                 arguments,
                 self.snapshot(),
                 functools.partial(self.call_tool, on_progress=on_progress),
-                self._parameters.options.dropped_schema_keywords,
+                self._sources.parameters.options.dropped_schema_keywords,
             )
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
@@ -566,22 +463,21 @@ class Session(metaclass=NoPublicConstructor):
         return await self._actor(server).call_tool(tool, plain, on_progress=on_progress)
 
     def _resolve_call(self, name: str) -> tuple[str, str]:
-        """The ``(server, raw tool)`` a call goes to: a listed tool, else one this session listed before.
+        """The ``(server, raw tool)`` a call goes to: a listed tool, or one its server's newest listing has.
 
-        A tool the session knew whose server is down goes to its actor, which
-        says why it is unavailable; a name never listed is :class:`UnknownTool`.
+        A tool whose server is down goes to its actor, which says why it is
+        unavailable; any other name is :class:`UnknownTool`, with the reason.
+        Both are decided from state that changes only where a listing
+        arrives, never from what was looked at before (R-TOOL-1).
         """
         snapshot = self.snapshot()
         try:
             tool = snapshot.tool(name)
         except KeyError:
-            known = self._known_tools.get(name)
-            if known is not None and known[0] in self._actors:
-                return known
-            hint = unknown_tool_hint(snapshot, name)
-            if known is not None:
-                hint = f"its server {known[0]!r} was removed from the configuration"
-            raise UnknownTool(f"no tool {name!r} in session {self.id}; {hint}") from None
+            known = self._roster.known_tool(name)
+            if known is not None and known.standing is Standing.LISTED:
+                return known.server, known.tool
+            raise UnknownTool(f"no tool {name!r} in session {self.id}: {_why_unknown(snapshot, name, known)}") from None
         return tool.server, tool.tool
 
     # Reconfiguration and closing.
@@ -612,31 +508,8 @@ class Session(metaclass=NoPublicConstructor):
         """
         self._lifecycle.begin_reconfigure()
         try:
-            if mcp_servers is not None:
-                self._parameters = attrs.evolve(self._parameters, constructor=mcp_servers)
-            if plugins is not None:
-                self._parameters = attrs.evolve(self._parameters, plugins=tuple(plugins))
-            if self._project is not None:
-                results = await self._project.scope.reconcile()
-                return results.get(self._project) or ReconfigureResult((), (), (), self._diagnostics)
-            loaded = await self._parameters.load()
-            plan = plan_reconfigure({name: actor.config for name, actor in self._actors.items()}, loaded.servers)
-            try:
-                async with trio.open_nursery() as nursery:
-                    for name in plan.removed:
-                        nursery.start_soon(self._actors[name].retire)
-                    for name in plan.changed:
-                        nursery.start_soon(self._actors[name].reload, loaded.servers[name])
-            finally:
-                # Even if cancelled half-way: a retired actor never serves again,
-                # so its name must be free for the next configuration to use.
-                for name in plan.removed:
-                    del self._actors[name]
-                self._changed()  # cancelled half-way or not, the snapshot shows them gone
-            for name in plan.kept:
-                self._actors[name].update_settings(loaded.servers[name])
-            self._register(loaded)
-            return ReconfigureResult(plan.added, plan.removed, plan.changed, loaded.diagnostics)
+            self._sources.replace(constructor=mcp_servers, plugins=None if plugins is None else tuple(plugins))
+            return await self._roster.reconfigure()
         finally:
             self._lifecycle.end_reconfigure()
 
@@ -656,3 +529,26 @@ class Session(metaclass=NoPublicConstructor):
         # here for the nursery to finish would wait for ourselves. Closing
         # cancels the block, and leaving it completes the reclamation.
         self._lifecycle.close()
+
+
+def _why_unknown(snapshot: SessionSnapshot, name: str, known: KnownTool | None) -> str:
+    """Why a call by ``name`` is refused, for :class:`UnknownTool`: nothing was sent."""
+    if known is None:
+        return f"{unknown_tool_hint(snapshot, name)}; nothing was sent"
+    server, tool = known.server, known.tool
+    match known.standing:
+        case Standing.WITHDRAWN:
+            return f"server {server!r} listed {tool!r} earlier and has withdrawn it since; nothing was sent"
+        case Standing.REMOVED:
+            return f"its server {server!r} was removed from the configuration; nothing was sent"
+        case _:
+            status = snapshot.server(server)
+            listing = (
+                "its live listing does not have it"
+                if status.state is ServerState.CONNECTED
+                else f"it is {status.state.value} and has not listed it in this session (prepare_turn() or connect() dials it)"
+            )
+            return (
+                f"only the tool snapshot cache lists {tool!r} for server {server!r}, and cached tools are never "
+                f"callable (R-CACHE-2): {listing}; nothing was sent"
+            )

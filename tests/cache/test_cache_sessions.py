@@ -13,7 +13,7 @@ import pytest
 import trio
 from session_support import FAST, connected_session, idle_session
 
-from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, load_config, open_session
+from wave_actors import Host, LoadMode, ServerState, UnknownTool, load_config, open_session
 from wave_actors.testing import fault_server_entry
 
 CACHE = "mcp-tools-cache.json"
@@ -36,11 +36,11 @@ async def test_a_new_session_shows_the_tools_of_the_last_connect_marked_cached(t
         assert [tool.name for tool in cached.tools] == [tool.name for tool in live.tools]
         assert [tool.read_only for tool in cached.tools] == [tool.read_only for tool in live.tools]
         assert cached.last_connected == live.last_connected
-        # R-TOOL-3: for display only, never declared, never callable: a known tool whose server is not connected.
+        # R-TOOL-3: for display only, never declared, never callable: the server has listed nothing in this session.
         assert second.tool_declarations(LoadMode.FULL) == ()
         with pytest.raises(KeyError):
             second.snapshot().tool("mcp__echo__echo")
-        with pytest.raises(ServerUnavailable, match="not connected"):
+        with pytest.raises(UnknownTool, match="only the tool snapshot cache lists 'echo' for server 'echo'"):
             await second.call_tool("mcp__echo__echo", {"text": "hi"})
         await second.prepare_turn()
         connected = second.server("echo")

@@ -220,16 +220,18 @@ async def test_a_known_tool_of_a_server_that_is_down_is_unavailable(tmp_path: Pa
             await session.call_tool("mcp__elsewhere__echo", {})
 
 
-async def test_a_cached_tool_of_a_server_not_dialed_yet_is_unavailable(tmp_path: Path) -> None:
-    # R-CACHE-2: the cache shows the tool with the name it has live; calling it says the server is not connected.
+async def test_a_cached_tool_of_a_server_not_dialed_yet_is_unknown_and_says_how_to_dial_it(tmp_path: Path) -> None:
+    # R-CACHE-2: the cache shows the tool with the name it will have live, but cached tools are never callable.
     servers = {"f": fault_server_entry()}
     async with connected_session(tmp_path, servers):
         pass
     async with idle_session(tmp_path, servers) as session:
         status = session.server("f")
         assert status.tools_cached and "mcp__f__echo" in [tool.name for tool in status.tools]
-        with pytest.raises(ServerUnavailable, match="'f' is not connected; prepare_turn"):
+        with pytest.raises(UnknownTool, match=r"only the tool snapshot cache lists 'echo'.*prepare_turn"):
             await session.call_tool("mcp__f__echo", {"text": "not yet"})
+        await session.prepare_turn()
+        assert text_of(await session.call_tool("mcp__f__echo", {"text": "now"})) == "now"
 
 
 # Reconnect: a new generation now, never two transports, not a manual disconnect.

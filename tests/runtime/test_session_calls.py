@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from session_support import connected_session
+from session_support import connected_session, idle_session
 
 from wave_actors import LoadMode, ServerState, ServerUnavailable, ToolCallError, ToolTimeout, UnknownTool
 from wave_actors.testing import fault_server_entry
@@ -143,3 +143,64 @@ async def test_a_tool_listed_twice_is_declared_once(tmp_path: Path) -> None:
         names = [declaration.name for declaration in session.tool_declarations(LoadMode.FULL)]
         assert names.count("mcp__f__echo") == 1 and "mcp__f__sleep" in names
         assert not (await session.call_tool("mcp__f__echo", {"text": "once"})).is_error
+
+
+# Known names are state (R-TOOL-1, R-CACHE-2): where a call goes never depends on what was read before it.
+
+
+def tools_called(log: Path) -> list[str]:
+    """The tools a fault server was asked to call, from its call log."""
+    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.parametrize("looked_before", [False, True], ids=["nothing read", "a snapshot read"])
+async def test_a_listed_tool_whose_server_was_disconnected_is_unavailable(tmp_path: Path, looked_before: bool) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with idle_session(tmp_path, {"a": fault_server_entry(call_log=log)}) as session:
+        await session.prepare_turn()
+        if looked_before:
+            session.tool_declarations(LoadMode.FULL)
+        await session.disconnect("a")
+        with pytest.raises(ServerUnavailable, match="'a' was disconnected; connect it explicitly"):
+            await session.call_tool("mcp__a__echo", {"text": "down"})
+        await session.connect("a")
+        assert (await session.call_tool("mcp__a__echo", {"text": "up"})).content[0].text == "up"  # type: ignore[union-attr]
+    assert tools_called(log) == ["echo"]
+
+
+async def test_a_tool_only_the_cache_showed_is_never_sent_to_the_live_server(tmp_path: Path) -> None:
+    # The cache lists "wipe" (an earlier process of the same entry added it); the live process does not,
+    # and once it is up the session's cache holds its live listing.
+    log = tmp_path / "calls.jsonl"
+    servers = {"live": fault_server_entry(call_log=log)}
+    async with connected_session(tmp_path, servers) as first:
+        await first.call_tool("mcp__live__notify_list_changed", {"add_tool": "wipe"})
+        with trio.fail_after(10):
+            await first.wait_for(lambda snapshot: "wipe" in [tool.tool for tool in snapshot.server("live").tools])
+    async with idle_session(tmp_path, servers) as second:
+        cached = second.server("live")
+        assert cached.tools_cached and "mcp__live__wipe" in [tool.name for tool in cached.tools]
+        await second.prepare_turn()
+        assert second.server("live").state is ServerState.CONNECTED
+        with pytest.raises(
+            UnknownTool, match=r"'live' is connected; its tools: echo, .*notify_list_changed; nothing was sent"
+        ):
+            await second.call_tool("mcp__live__wipe", {})
+    assert tools_called(log) == ["notify_list_changed"]
+
+
+async def test_a_tool_the_server_withdrew_is_refused_and_never_sent(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with connected_session(tmp_path, {"f": fault_server_entry(tools=2, call_log=log)}) as session:
+        assert session.resolve_tool("mcp__f__tool_1") == ("f", "tool_1")
+        await session.call_tool("mcp__f__notify_list_changed", {"remove_tool": "tool_1"})
+        with trio.fail_after(10):
+            await session.wait_for(lambda snapshot: "tool_1" not in [tool.tool for tool in snapshot.server("f").tools])
+        with pytest.raises(UnknownTool, match="'f' listed 'tool_1' earlier and has withdrawn it"):
+            await session.call_tool("mcp__f__tool_1", {"text": "x"})
+        await session.disconnect("f")
+        with pytest.raises(UnknownTool, match="withdrawn"):
+            await session.call_tool("mcp__f__tool_1", {"text": "x"})
+        with pytest.raises(ServerUnavailable, match="'f' was disconnected"):
+            await session.call_tool("mcp__f__tool_2", {"text": "x"})
+    assert tools_called(log) == ["notify_list_changed"]

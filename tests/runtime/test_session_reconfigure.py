@@ -10,7 +10,7 @@ import trio.testing
 from runtime_support import server_processes
 from session_support import connected_session
 
-from wave_actors import Host, ServerState, SessionOptions
+from wave_actors import Host, ServerState, SessionOptions, UnknownTool
 from wave_actors.testing import count_tasks, fault_server_entry
 
 
@@ -33,7 +33,7 @@ async def test_reconfigure_retires_removed_reloads_changed_and_adds_new(
         assert changed.state is ServerState.CONNECTED and changed.instructions == "v2"
         assert changed.generation > old_change.generation
         assert session.server("add").state is ServerState.DISCONNECTED
-        with pytest.raises(Exception, match="drop"):
+        with pytest.raises(UnknownTool, match="its server 'drop' was removed from the configuration"):
             await session.call_tool("mcp__drop__echo", {"text": "x"})
         assert len(server_processes()) == 2
 

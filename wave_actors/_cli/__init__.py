@@ -165,7 +165,7 @@ def _configure_logging() -> None:
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    logging.getLogger("wave_actors._session").setLevel(logging.ERROR)
+    logging.getLogger("wave_actors._parameters").setLevel(logging.ERROR)  # where a session logs its diagnostics
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ by one lock. ``notifications/cancelled`` wakes the named call's thread, which
 then sends nothing.
 
 Tools: ``echo {text}``, ``sleep {seconds}``, ``fail {message}``,
-``crash {code}``, ``pid {}``, ``notify_list_changed {}``, and with
+``crash {code}``, ``pid {}``, ``notify_list_changed {add_tool?, remove_tool?}``, and with
 ``--tools N`` the echo-like ``tool_1`` .. ``tool_N``. The server trusts its
 arguments: schemas are advertised, not enforced. ``--list-twice TOOL`` lists a
 tool twice, and ``--json-rpc-error TOOL`` answers its calls with a JSON-RPC
@@ -215,9 +215,9 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
         },
         {
             "name": "notify_list_changed",
-            "description": "Optionally add an echo-like tool named add_tool, send "
-            "notifications/tools/list_changed, then answer.",
-            "inputSchema": _object_schema({"add_tool": {"type": "string"}}, []),
+            "description": "Optionally add an echo-like tool named add_tool and withdraw the tool named "
+            "remove_tool, send notifications/tools/list_changed, then answer.",
+            "inputSchema": _object_schema({"add_tool": {"type": "string"}, "remove_tool": {"type": "string"}}, []),
         },
     ]
     for index in range(1, options.tools + 1):
@@ -514,6 +514,10 @@ class FaultServer:
                 # Replace, never mutate: a concurrent tools/list may be serializing the old list.
                 self.tools = [*self.tools, _extra_tool(added)]
                 self.tool_names = self.tool_names | {added}
+            removed = arguments.get("remove_tool")
+            if isinstance(removed, str) and removed in self.tool_names and removed != name:
+                self.tools = [tool for tool in self.tools if tool["name"] != removed]
+                self.tool_names = self.tool_names - {removed}
             if self.options.silent_list_changes:
                 return _text_result("changed the tool list without a word")
             self.notify("notifications/tools/list_changed")

@@ -1,14 +1,16 @@
 """A host's project scopes, one per resolved workdir, each a task in the host's nursery (R-SCOPE-1, R-SCOPE-5).
 
-:class:`ProjectScopes` starts a workdir's :class:`~wave_actors._project.ProjectScope`
-when its first project-mode session is made, hands each new session a view
-of it, ends a scope once nothing is left in it (no session, no connection),
+:class:`ProjectScopes` starts a workdir's :class:`~wave_actors._roster.project.ProjectScope`
+when its first project-mode session is made, hands each new session a
+:class:`~wave_actors._roster.shared.SharedRoster` onto it, ends a scope once
+nothing is left in it (no session, no connection),
 and cancels every scope when the host closes. Never two scopes for one
 workdir: a scope that is starting or ending is waited for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import final
 
@@ -17,7 +19,9 @@ import trio
 from wave_actors._cache import ToolCache
 from wave_actors._errors import WaveActorsError
 from wave_actors._options import ProjectOptions, SessionOptions
-from wave_actors._project import ProjectScope, ProjectView
+from wave_actors._parameters import SessionSources
+from wave_actors._roster.project import ProjectScope
+from wave_actors._roster.shared import SharedRoster
 
 __all__ = ["ProjectScopes"]
 
@@ -84,16 +88,20 @@ class ProjectScopes:
                 started.set()
             return scope
 
-    async def view_for(self, workdir: str, tool_cache: ToolCache) -> ProjectView:
-        """A new session's view of the workdir's scope, counted as attached from now on (so the scope stays).
+    async def reserve(
+        self, workdir: str, tool_cache: ToolCache, sources: SessionSources, versions: Iterator[int]
+    ) -> SharedRoster:
+        """A new session's roster onto the workdir's scope, counted as attached from now on (so the scope stays).
 
         :param workdir: the resolved workdir.
         :param tool_cache: the workdir's tool snapshots, for a new scope.
+        :param sources: the session's configuration sources.
+        :param versions: the host's one sequence of snapshot versions (R-HOST-2).
         """
         scope = await self.scope_for(workdir, tool_cache)
-        view = ProjectView(scope)
-        scope.reserve(view)  # no checkpoint since scope_for looked: the scope cannot have begun to end
-        return view
+        roster = SharedRoster(scope, sources, versions)
+        scope.reserve(roster)  # no checkpoint since scope_for looked: the scope cannot have begun to end
+        return roster
 
     async def _run(
         self,
