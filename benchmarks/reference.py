@@ -12,9 +12,11 @@ on the servers, which their children inherit), by kind. Drivers:
   cancelled at the random moment -- the obvious way to use the SDK.
 * ``ClientSessionGroup``: ``connect_to_server`` per server with a random
   deadline each, then ``disconnect_from_server`` of the first session, then
-  leaving the group. DESIGN.md says it is unsafe under trio; every iteration
-  runs in its own ``trio.run`` inside a worker process, and a crash is
-  counted as a finding, not fatal.
+  leaving the group. It is unsafe under trio (cancelling a connect in
+  flight corrupts trio's cancel-scope stack; disconnecting a session other
+  than the last raises "Nursery misnesting"), so every iteration runs in its
+  own ``trio.run`` inside a worker process, and a crash is counted as a
+  finding, not fatal.
 * ``wave-actors Host``: a session per server, ``prepare_turn`` started and
   ``host.destroy_session`` at the random moment (0 orphans expected).
 

@@ -7,7 +7,7 @@ according to their :class:`Restart` type, a :class:`Backoff` delay and a
 deadline each, and publishes what happens as :class:`ChildEvent` objects.
 
 Generic on purpose: nothing here knows about MCP or about ``wave_actors``
-(SPEC.md R-SUP). Everything it times comes from ``trio.current_time()`` and
+(R-SUP in ``docs/requirements.md``). Everything it times comes from ``trio.current_time()`` and
 its jitter from an injectable ``random.Random``, so it runs deterministically
 under ``trio.testing.MockClock``.
 

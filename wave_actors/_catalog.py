@@ -20,6 +20,7 @@ snapshot never resolves cached tools and declarations never include them
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -31,7 +32,41 @@ from wave_actors._listing import ServerTool
 from wave_actors._status import ConnectionInfo, ServerState, ServerStatus, SessionSnapshot, SharedUse, ToolInfo
 from wave_actors._tools import assign_names, normalize
 
-__all__ = ["build_snapshot", "statuses_before_dialing", "unknown_tool_hint"]
+__all__ = [
+    "KnownTool",
+    "Standing",
+    "build_snapshot",
+    "statuses_before_dialing",
+    "unknown_tool_hint",
+    "unknown_tool_reason",
+]
+
+
+class Standing(enum.Enum):
+    """Where a tool name the current snapshot does not list stands, from what the group remembers."""
+
+    LISTED = "listed"
+    """The newest live listing of its server has it; the server is not connected now."""
+    WITHDRAWN = "withdrawn"
+    """An earlier live listing had it, a later one does not."""
+    REMOVED = "removed"
+    """Its server listed it, then left the configuration."""
+    CACHED = "cached"
+    """Only the tool snapshot cache lists it: never callable (R-CACHE-2)."""
+
+
+@attrs.frozen
+class KnownTool:
+    """A model-visible name the group can place although the current snapshot does not list it.
+
+    :param server: the server's name.
+    :param tool: the raw tool name.
+    :param standing: what is known of it.
+    """
+
+    server: str
+    tool: str
+    standing: Standing
 
 
 def build_snapshot(
@@ -168,3 +203,32 @@ def unknown_tool_hint(snapshot: SessionSnapshot, name: str) -> str:
                 return f"server {status.name!r} is {status.state.value}; its tools: {listed}"
     names = ", ".join(sorted(status.name for status in snapshot.servers)) or "none"
     return f"servers: {names}"
+
+
+def unknown_tool_reason(snapshot: SessionSnapshot, name: str, known: KnownTool | None) -> str:
+    """Why a call by ``name``, which ``snapshot`` does not list, is refused: nothing was sent.
+
+    :param snapshot: the session's snapshot now.
+    :param name: the model-visible name called.
+    :param known: what the session's servers said of that name before, if anything
+        (a name whose standing is :attr:`Standing.LISTED` is not refused: it is unavailable).
+    """
+    if known is None:
+        return f"{unknown_tool_hint(snapshot, name)}; nothing was sent"
+    server, tool = known.server, known.tool
+    match known.standing:
+        case Standing.WITHDRAWN:
+            return f"server {server!r} listed {tool!r} earlier and has withdrawn it since; nothing was sent"
+        case Standing.REMOVED:
+            return f"its server {server!r} was removed from the configuration; nothing was sent"
+        case _:
+            status = snapshot.server(server)
+            listing = (
+                "its live listing does not have it"
+                if status.state is ServerState.CONNECTED
+                else f"it is {status.state.value} and has not listed it in this session (prepare_turn() or connect() dials it)"
+            )
+            return (
+                f"only the tool snapshot cache lists {tool!r} for server {server!r}, and cached tools are never "
+                f"callable (R-CACHE-2): {listing}; nothing was sent"
+            )

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from wave_actors._actor.actor import ServerActor
-from wave_actors._catalog import build_snapshot, unknown_tool_hint
+from wave_actors._catalog import Standing, build_snapshot, unknown_tool_hint, unknown_tool_reason
 from wave_actors._config import Diagnostic
 from wave_actors._errors import (
     DialError,
@@ -45,7 +45,7 @@ from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, Instr
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._parameters import ServerEntries, SessionSources
 from wave_actors._reconfigure import ReconfigureResult
-from wave_actors._roster import KnownTool, Roster, Standing
+from wave_actors._roster import Roster
 from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._tools import (
@@ -477,7 +477,9 @@ class Session(metaclass=NoPublicConstructor):
             known = self._roster.known_tool(name)
             if known is not None and known.standing is Standing.LISTED:
                 return known.server, known.tool
-            raise UnknownTool(f"no tool {name!r} in session {self.id}: {_why_unknown(snapshot, name, known)}") from None
+            raise UnknownTool(
+                f"no tool {name!r} in session {self.id}: {unknown_tool_reason(snapshot, name, known)}"
+            ) from None
         return tool.server, tool.tool
 
     # Reconfiguration and closing.
@@ -514,13 +516,19 @@ class Session(metaclass=NoPublicConstructor):
             self._lifecycle.end_reconfigure()
 
     async def aclose(self) -> None:
-        """Close the session and return once every process it started is gone (R-KILL-4).
+        """Close the session. Idempotent.
 
         For a session of a :class:`~wave_actors.Host` this is
         :meth:`Host.destroy_session <wave_actors.Host.destroy_session>`
-        (hooks included). Idempotent. For a session of :func:`open_session`
-        it closes the session and cancels the ``async with`` block; the
-        reclamation completes as the block is left.
+        (hooks included): it returns once every process the session started
+        is gone (R-KILL-4). A project-mode session started none: its servers
+        are the project's, and stay for its other sessions until their idle
+        timer fires (R-SCOPE-2).
+
+        For a session of :func:`open_session` it closes the session and
+        cancels the ``async with`` block, and returns at once: the block runs
+        inside the session, so the reclamation completes as the block is
+        left, and leaving it returns only after every process is gone.
         """
         if self._owner is not None:
             await self._owner.destroy_session(self.id)
@@ -529,26 +537,3 @@ class Session(metaclass=NoPublicConstructor):
         # here for the nursery to finish would wait for ourselves. Closing
         # cancels the block, and leaving it completes the reclamation.
         self._lifecycle.close()
-
-
-def _why_unknown(snapshot: SessionSnapshot, name: str, known: KnownTool | None) -> str:
-    """Why a call by ``name`` is refused, for :class:`UnknownTool`: nothing was sent."""
-    if known is None:
-        return f"{unknown_tool_hint(snapshot, name)}; nothing was sent"
-    server, tool = known.server, known.tool
-    match known.standing:
-        case Standing.WITHDRAWN:
-            return f"server {server!r} listed {tool!r} earlier and has withdrawn it since; nothing was sent"
-        case Standing.REMOVED:
-            return f"its server {server!r} was removed from the configuration; nothing was sent"
-        case _:
-            status = snapshot.server(server)
-            listing = (
-                "its live listing does not have it"
-                if status.state is ServerState.CONNECTED
-                else f"it is {status.state.value} and has not listed it in this session (prepare_turn() or connect() dials it)"
-            )
-            return (
-                f"only the tool snapshot cache lists {tool!r} for server {server!r}, and cached tools are never "
-                f"callable (R-CACHE-2): {listing}; nothing was sent"
-            )

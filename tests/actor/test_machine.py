@@ -19,6 +19,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from wave_actors import ServerState
 from wave_actors._actor.machine import (
     ActorState,
+    dead,
+    failure_retried,
+    initial_state,
+    reduce,
+)
+from wave_actors._actor.messages import (
     Connect,
     DialFailed,
     Disconnect,
@@ -35,10 +41,6 @@ from wave_actors._actor.machine import (
     StopTransport,
     ToolsListed,
     Up,
-    dead,
-    failure_retried,
-    initial_state,
-    reduce,
 )
 from wave_actors._listing import ServerTool
 

@@ -24,7 +24,7 @@ from wave_actors._cache import (
     CACHE_FILE_NAME,
     EMPTY_CACHE,
     CachedServer,
-    SessionToolCache,
+    ToolCacheWriter,
     cache_file,
     read_cache,
     update_cache,
@@ -353,9 +353,9 @@ def _connected(config: ServerConfig, *tools: str, at: float = 5.0) -> tuple[Serv
     return config, _State(ServerState.CONNECTED, at, tuple(_Tool(name) for name in tools))
 
 
-async def _observe(path: Path, workdir: str, *servers: tuple[ServerConfig, Any]) -> SessionToolCache:
+async def _observe(path: Path, workdir: str, *servers: tuple[ServerConfig, Any]) -> ToolCacheWriter:
     async with trio.open_nursery() as nursery:  # leaving it waits for the writer
-        cache = SessionToolCache(
+        cache = ToolCacheWriter(
             path,
             workdir,
             EMPTY_CACHE,
@@ -400,7 +400,7 @@ async def test_a_session_writes_after_each_connect_and_refresh_only(tmp_path: Pa
     await _observe(path, str(tmp_path), first)
     assert [tool.name for tool in read_cache(path).entries[("s", config.fingerprint)].tools] == ["a"]
     async with trio.open_nursery() as nursery:
-        cache = SessionToolCache(
+        cache = ToolCacheWriter(
             path, str(tmp_path), EMPTY_CACHE, nursery=nursery, configured=lambda: [("s", config.fingerprint)]
         )
         cache.observe([first])

@@ -17,7 +17,7 @@ import trio
 from session_support import idle_session
 
 from wave_actors import ServerState
-from wave_actors._cache import session as cache_session
+from wave_actors._cache import writer as cache_writer
 from wave_actors._cache.model import CachedServer
 from wave_actors.testing import fault_server_entry
 
@@ -30,7 +30,7 @@ class Writes:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
         self.happened = threading.Event()
-        self._write = cache_session.update_cache
+        self._write = cache_writer.update_cache
 
     def __call__(
         self,
@@ -55,7 +55,7 @@ class Writes:
 @pytest.fixture
 def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     recorder = Writes()
-    monkeypatch.setattr(cache_session, "update_cache", recorder)
+    monkeypatch.setattr(cache_writer, "update_cache", recorder)
     return recorder
 
 
@@ -66,7 +66,7 @@ def cached_servers(home: Path) -> list[str]:
 async def test_a_turn_dialing_several_servers_writes_them_once(
     tmp_path: Path, writes: Writes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache_session, "SETTLE_LIMIT", 60.0)  # only the dials settling may end the wait
+    monkeypatch.setattr(cache_writer, "SETTLE_LIMIT", 60.0)  # only the dials settling may end the wait
     servers = {f"s{index}": fault_server_entry(init_delay=0.1 * index or None) for index in range(5)}
     async with idle_session(tmp_path, servers) as session:
         await session.prepare_turn()
@@ -79,7 +79,7 @@ async def test_a_turn_dialing_several_servers_writes_them_once(
 async def test_a_dial_that_does_not_settle_holds_the_others_back_at_most_the_settle_limit(
     tmp_path: Path, writes: Writes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache_session, "SETTLE_LIMIT", 0.2)
+    monkeypatch.setattr(cache_writer, "SETTLE_LIMIT", 0.2)
     servers = {"fast": fault_server_entry(), "slow": fault_server_entry(init_delay=60.0)}
     async with idle_session(tmp_path, servers) as session, trio.open_nursery() as nursery:
         nursery.start_soon(session.connect, "slow")
@@ -93,7 +93,7 @@ async def test_a_dial_that_does_not_settle_holds_the_others_back_at_most_the_set
 async def test_a_session_closing_while_a_dial_is_unsettled_writes_what_it_learned(
     tmp_path: Path, writes: Writes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache_session, "SETTLE_LIMIT", 60.0)
+    monkeypatch.setattr(cache_writer, "SETTLE_LIMIT", 60.0)
     servers = {"fast": fault_server_entry(), "slow": fault_server_entry(init_delay=60.0)}
     with trio.fail_after(20):
         async with idle_session(tmp_path, servers) as session, trio.open_nursery() as nursery:

@@ -10,9 +10,10 @@ command's caller and when to end. The transport attempts themselves are in
 the live connection and runs concurrently on it (R-TOOL-5).
 
 Tasks. Nothing runs for an actor until it is first told to dial (R-HOST-3).
-Then it runs one task in its session's nursery: the mailbox loop, holding a
+Then it runs one task in its owner's nursery (a session's, or a project
+scope's): the mailbox loop, holding a
 :class:`supervisors.Supervisor` whose single *transient* child is the
-transport. Cancelling the session cancels the loop; leaving the supervisor
+transport. Cancelling the owner cancels the loop; leaving the supervisor
 stops the transport, and leaving :func:`~wave_actors._transport.open_connection`
 reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 """
@@ -31,6 +32,16 @@ import trio
 from supervisors import ChildContext, ChildEvent, ChildSpec, EventKind, Restart, Supervisor, SupervisorError
 from wave_actors._actor.machine import (
     ActorState,
+    describe_transition,
+    failure_retried,
+    finished,
+    initial_state,
+    lazy_dial_due,
+    reduce,
+    settled,
+)
+from wave_actors._actor.mailbox import Mailbox
+from wave_actors._actor.messages import (
     Connect,
     Disconnect,
     Effect,
@@ -47,13 +58,6 @@ from wave_actors._actor.machine import (
     ToolsListed,
     TransportEvent,
     Up,
-    describe_transition,
-    failure_retried,
-    finished,
-    initial_state,
-    lazy_dial_due,
-    reduce,
-    settled,
 )
 from wave_actors._actor.transport_task import list_server_tools, run_transport
 from wave_actors._config import ServerConfig, TransportType
@@ -76,53 +80,19 @@ _TRANSPORT = "transport"
 _UNSEEDED = Random()
 
 
-class _Mailbox:
-    """An actor's messages in arrival order, each with the event its poster waits on.
-
-    A list and a wake-up: the actor's task is its only reader, and a memory
-    channel costs several times as much per connected server.
-    """
-
-    __slots__ = ("_items", "_wakeup")
-
-    def __init__(self) -> None:
-        self._items: list[tuple[Message, trio.Event | None]] = []
-        self._wakeup: trio.Event | None = None
-
-    def put(self, message: Message, done: trio.Event | None) -> None:
-        self._items.append((message, done))
-        if self._wakeup is not None:
-            self._wakeup.set()
-            self._wakeup = None
-
-    async def take(self) -> tuple[Message, trio.Event | None]:
-        """The next message, waiting for one; a checkpoint either way."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self._items:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        while not self._items:
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
-        return self._items.pop(0)
-
-    def release_all(self) -> None:
-        """Drop every waiting message and release its poster: it will never run."""
-        items, self._items = self._items, []
-        for _, done in items:
-            if done is not None:
-                done.set()
-
-
 class ServerActor:
-    """One server of one session. Created by the session; not part of the public API.
+    """One server of a session's or a project's actor group; not part of the public API.
+
+    Built only by :class:`~wave_actors._roster.group.ActorGroup`, whose owner's nursery runs its task.
 
     Slotted and lazy: a session registers every configured server at once and
     most are never dialed, so an idle actor is a few small attributes (R-HOST-3).
 
     :param config: the server's entry.
-    :param workdir: the session's directory, where stdio servers without ``cwd`` run.
+    :param workdir: the workdir, where stdio servers without ``cwd`` run.
     :param options: dial and reconnect settings.
-    :param nursery: the session's nursery, where the actor's task runs once it is needed.
+    :param nursery: the owner's nursery (a session's, or a project scope's), where the actor's task runs once
+        it is needed.
     :param on_change: called (synchronously) after every change of state.
     """
 
@@ -159,7 +129,7 @@ class ServerActor:
         self._on_change = on_change
         self._state = initial_state(enabled=config.enabled)
         # Created on first use: an idle session's servers cost a few hundred bytes each (R-HOST-3).
-        self._mailbox: _Mailbox | None = None
+        self._mailbox: Mailbox | None = None
         self._refusing = False
         self._supervisor: Supervisor | None = None
         self._connection: tuple[int, Connection] | None = None  # the newest generation's, from its Up
@@ -290,11 +260,11 @@ class ServerActor:
                 if done is not None:
                     done.set()
                 return
-            self._mailbox = _Mailbox()
+            self._mailbox = Mailbox()
             self._nursery.start_soon(self._run, self._mailbox, name=f"wave_actors.actor:{self.name}")
         self._mailbox.put(message, done)
 
-    async def _run(self, mailbox: _Mailbox) -> None:
+    async def _run(self, mailbox: Mailbox) -> None:
         try:
             async with Supervisor.open(
                 intensity=self._options.reconnect_intensity,

@@ -4,12 +4,13 @@
 server's connection: whether a dial starts, which transport generation is
 current, what a crash or a stale close means. It performs no I/O and knows no
 trio, so every race rule is a plain unit test. :class:`~wave_actors._actor.actor.ServerActor`
-feeds it messages one at a time (its mailbox) and carries out the effects.
+feeds it messages one at a time (its mailbox) and carries out the effects;
+the messages and effects themselves are :mod:`wave_actors._actor.messages`.
 
 Generations. Every transport attempt has a generation number, which only
 ever grows; the executor chooses the numbers (it uses the supervisor's
-incarnations) and tells the reducer with :class:`Started` and
-:class:`Restarting`. ``live`` is the generation whose events count; an event
+incarnations) and tells the reducer with :class:`~wave_actors._actor.messages.Started` and
+:class:`~wave_actors._actor.messages.Restarting`. ``live`` is the generation whose events count; an event
 tagged with any other generation is dropped (R-RACE-1). A disconnect clears
 ``live`` *before* the transport is stopped, so the close it causes is stale
 and cannot trigger a reconnect (R-RACE-3). A reconnect clears it the same
@@ -23,7 +24,8 @@ lost and every attempt while ``reconnecting`` are restarted
 predicate when it fails, so it returns (no restart) or raises (the
 supervisor restarts it, with backoff, while the budget lasts); the reducer
 reaches the same verdict when the failure's event arrives. Only the budget
-itself is counted by the supervisor; spending it is :class:`GaveUp`.
+itself is counted by the supervisor; spending it is
+:class:`~wave_actors._actor.messages.GaveUp`.
 
 Known tools. ``listed`` is what the newest live listing of the server said,
 kept while the connection is down, and ``withdrawn`` what an earlier listing
@@ -42,38 +44,34 @@ rebuild). They are rules about the state, so they live here too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
+from wave_actors._actor.messages import (
+    Connect,
+    DialFailed,
+    Disconnect,
+    Effect,
+    GaveUp,
+    Lost,
+    Message,
+    Reconnect,
+    Reload,
+    Restarting,
+    Retire,
+    Started,
+    StartRefused,
+    StartTransport,
+    StopTransport,
+    ToolsListed,
+    TransportEvent,
+    Up,
+)
 from wave_actors._listing import ServerTool
 from wave_actors._observation import EffectKind, MessageKind, Transition
 from wave_actors._status import ServerState
 
-if TYPE_CHECKING:
-    from wave_actors._transport import Connection
-
 __all__ = [
     "ActorState",
-    "Command",
-    "Connect",
-    "DialFailed",
-    "Disconnect",
-    "Effect",
-    "GaveUp",
-    "Lost",
-    "Message",
-    "Reconnect",
-    "Reload",
-    "Restarting",
-    "Retire",
-    "StartRefused",
-    "StartTransport",
-    "Started",
-    "StopTransport",
-    "ToolsListed",
-    "TransportEvent",
-    "Up",
     "dead",
     "describe_transition",
     "failure_retried",
@@ -138,150 +136,6 @@ def initial_state(*, enabled: bool) -> ActorState:
     """
     return _REGISTERED if enabled else _REGISTERED_DISABLED
 
-
-# Commands, from the session's API.
-
-
-@attrs.frozen
-class Connect:
-    """Dial. ``explicit=False`` is a lazy dial from ``prepare_turn`` (R-DIAL-2); explicit ones always dial (R-DIAL-5)."""
-
-    explicit: bool
-
-
-@attrs.frozen
-class Disconnect:
-    """Stop the transport and stay down until an explicit connect (R-DIAL-6, R-RACE-3)."""
-
-
-@attrs.frozen
-class Reconnect:
-    """Tear the connection down and dial again now, with the current entry: a new generation.
-
-    Not a manual disconnect (nothing is held down, and a manual disconnect is
-    lifted as by an explicit connect); never two transports at once (the old
-    one is stopped and reclaimed before the new one starts, R-RACE-6).
-    """
-
-
-@attrs.frozen
-class Retire:
-    """The server left the configuration: stop for good (R-STORE-5)."""
-
-
-@attrs.frozen
-class Reload:
-    """The server's configuration changed in place (new fingerprint or ``enabled``)."""
-
-    enabled: bool
-
-
-# Events, from the transport task and its supervisor; all tagged with a generation.
-
-
-@attrs.frozen
-class Started:
-    """A transport incarnation was started by a command's effect."""
-
-    generation: int
-
-
-@attrs.frozen
-class StartRefused:
-    """The supervisor refused to start a transport (the previous one would not stop)."""
-
-    reason: str
-
-
-@attrs.frozen
-class Up:
-    """The handshake and the first tool listing succeeded.
-
-    :param connection: the live connection, for the executor (calls run on
-        it); the reducer never looks at it.
-    :param warnings: the tools the listing skipped, and why (R-TOOL-9).
-    :param server_purpose: ``serverInfo``'s description, else its title.
-    """
-
-    generation: int
-    tools: tuple[ServerTool, ...]
-    instructions: str | None
-    time: float
-    connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
-    warnings: tuple[str, ...] = ()
-    server_purpose: str | None = None
-
-
-@attrs.frozen
-class ToolsListed:
-    """A refreshed tool list (after ``notifications/tools/list_changed``, R-RACE-7), with what it skipped (R-TOOL-9)."""
-
-    generation: int
-    tools: tuple[ServerTool, ...]
-    warnings: tuple[str, ...] = ()
-
-
-@attrs.frozen
-class DialFailed:
-    """A dial failed; :func:`failure_retried` says whether it is retried (R-DIAL-4)."""
-
-    generation: int
-    reason: str
-
-
-@attrs.frozen
-class Lost:
-    """An established connection ended by itself (R-RACE-4, R-RACE-5)."""
-
-    generation: int
-    reason: str
-
-
-@attrs.frozen
-class Restarting:
-    """Generation ``generation`` ended; the supervisor starts ``next_generation`` after ``delay`` seconds."""
-
-    generation: int
-    delay: float
-    next_generation: int
-
-
-@attrs.frozen
-class GaveUp:
-    """The reconnect budget is spent."""
-
-    generation: int
-    reason: str
-
-
-Command = Connect | Disconnect | Reconnect | Retire | Reload
-"""What the session asks of a server."""
-
-TransportEvent = Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
-"""What a transport generation, or its supervisor, reports; stale unless its generation is live (R-RACE-1)."""
-
-Message = Command | Started | StartRefused | TransportEvent
-
-
-@attrs.frozen
-class StartTransport:
-    """Stop any transport of this actor and wait for its reclamation, then start a new generation.
-
-    The executor reports the new generation back as :class:`Started`.
-    """
-
-
-@attrs.frozen
-class StopTransport:
-    """Stop the transport and wait for its reclamation.
-
-    :param drain_calls: first let accepted calls finish (bounded by their deadline).
-    """
-
-    drain_calls: bool = False
-
-
-Effect = StartTransport | StopTransport
 
 _NO_EFFECTS: tuple[Effect, ...] = ()
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from wave_actors._actor.machine import DialFailed, Lost, Message, ToolsListed, Up
+from wave_actors._actor.messages import DialFailed, Lost, Message, ToolsListed, Up
 from wave_actors._config import ServerConfig
 from wave_actors._errors import ServerUnavailable, WaveActorsError
 from wave_actors._listing import ServerTool

@@ -2,7 +2,8 @@
 
 Lazy dial (R-DIAL-1) means a fresh session has connected nothing, yet a
 status display should still show what each server offers. After every
-successful connect and every tool refresh, a session records the server's
+successful connect and every tool refresh, the server's owner (a session, or
+a project that shares its connections) records the server's
 tools in ``<home>/mcp-tools-cache.json``, keyed by server name and fingerprint
 (R-CACHE-1; the fingerprint covers the connection and the workdir, R-CFG-8).
 A session's statuses show those tools for servers that have no live
@@ -17,13 +18,10 @@ The package, one concept a module:
 * :mod:`~wave_actors._cache.file`: the file, its format, reading that never
   fails (R-CACHE-3) and the locked, atomic read-modify-write (R-CACHE-4);
   synchronous, for worker threads, importing neither ``mcp`` nor ``trio``;
-* :mod:`~wave_actors._cache.session`: :class:`SessionToolCache`, a session's
+* :mod:`~wave_actors._cache.writer`: :class:`ToolCacheWriter`, an owner's
   view of the cache and the task in its nursery that writes its snapshots.
 
-Callers import from here: :mod:`wave_actors._session` (the view and writer),
-:mod:`wave_actors._parameters` (reading at session creation),
-:mod:`wave_actors._catalog` (showing cached tools) and ``wave-actors
-servers`` (:mod:`wave_actors._cli.servers`, reading without a session).
+Modules outside the package import from here, never from its modules.
 """
 
 from wave_actors._cache.file import (
@@ -37,14 +35,14 @@ from wave_actors._cache.model import (
     CachedServer as CachedServer,
     ToolCache as ToolCache,
 )
-from wave_actors._cache.session import SessionToolCache as SessionToolCache
+from wave_actors._cache.writer import ToolCacheWriter as ToolCacheWriter
 
 __all__ = [
     "CACHE_FILE_NAME",
     "EMPTY_CACHE",
     "CachedServer",
-    "SessionToolCache",
     "ToolCache",
+    "ToolCacheWriter",
     "cache_file",
     "read_cache",
     "update_cache",

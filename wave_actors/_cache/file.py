@@ -31,7 +31,7 @@ never deletes another project's snapshots.
 :func:`read_cache` and :func:`update_cache` are synchronous, for worker
 threads, and import neither ``mcp`` nor ``trio``. Their callers:
 :mod:`wave_actors._parameters` and ``wave-actors servers`` read,
-:class:`~wave_actors._cache.session.SessionToolCache` writes.
+:class:`~wave_actors._cache.writer.ToolCacheWriter` writes.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ A snapshot's tools are :class:`~wave_actors._listing.ServerTool` records, the
 same the state machine keeps, so nothing converts them field by field.
 
 Immutable values, shared by everything that touches the cache: the file's
-reader and writer (:mod:`wave_actors._cache.file`) make and store them, a
-session's view (:mod:`wave_actors._cache.session`) records them, and the
+reader and writer (:mod:`wave_actors._cache.file`) make and store them, an
+owner's view (:mod:`wave_actors._cache.writer`) records them, and the
 catalog (:mod:`wave_actors._catalog`) shows them as the tools of servers not
 yet dialed. No I/O here.
 """

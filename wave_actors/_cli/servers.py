@@ -7,12 +7,12 @@ the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
 Last, what protects against the death of the commands that dial (R-KILL-7):
 their host's watchdog, the parent-death signal, subreaper mode.
 
-This command must start fast and spawn nothing, so this module imports only
-:mod:`wave_actors._config` and :mod:`wave_actors._cache` (neither ``trio``
-nor ``mcp``); the state machine and the catalog that make the statuses are
-imported when the command runs, and import no SDK either. A test runs the
-command and checks that no MCP SDK module was imported and no process
-started. Its caller is :func:`wave_actors._cli.main`.
+This command must start fast and spawn nothing, so it imports no MCP SDK
+code: it reads the configuration and the cache, and asks the catalog
+(:func:`~wave_actors._catalog.statuses_before_dialing`) for the statuses,
+none of which touch the SDK (``trio`` comes with the package's own import,
+which costs a fraction of the SDK's). A test runs the command and checks
+that no MCP SDK module was imported and no process started.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
 * :mod:`~wave_actors._roster.projects`: :class:`ProjectScopes`, a host's scopes by workdir.
 """
 
-from wave_actors._roster.group import ActorGroup as ActorGroup, KnownTool as KnownTool, Standing as Standing
+from wave_actors._roster.group import ActorGroup as ActorGroup
 from wave_actors._roster.interface import Roster as Roster
 from wave_actors._roster.owned import OwnedRoster as OwnedRoster
 from wave_actors._roster.project import ProjectScope as ProjectScope
@@ -18,11 +18,9 @@ from wave_actors._roster.shared import SharedRoster as SharedRoster
 
 __all__ = [
     "ActorGroup",
-    "KnownTool",
     "OwnedRoster",
     "ProjectScope",
     "ProjectScopes",
     "Roster",
     "SharedRoster",
-    "Standing",
 ]

@@ -20,51 +20,23 @@ concerns, and the owner decides who is told.
 
 from __future__ import annotations
 
-import enum
 import functools
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import final
 
-import attrs
 import trio
 
 from wave_actors._actor.actor import ServerActor
-from wave_actors._cache import SessionToolCache, ToolCache
+from wave_actors._cache import ToolCache, ToolCacheWriter
+from wave_actors._catalog import KnownTool, Standing
 from wave_actors._config import ServerConfig
 from wave_actors._options import SessionOptions
 from wave_actors._reconfigure import ReconfigurePlan
 from wave_actors._tools import assign_names
 
-__all__ = ["ActorGroup", "KnownTool", "Standing"]
-
-
-class Standing(enum.Enum):
-    """Where a tool name the current snapshot does not list stands, from what the group remembers."""
-
-    LISTED = "listed"
-    """The newest live listing of its server has it; the server is not connected now."""
-    WITHDRAWN = "withdrawn"
-    """An earlier live listing had it, a later one does not."""
-    REMOVED = "removed"
-    """Its server listed it, then left the configuration."""
-    CACHED = "cached"
-    """Only the tool snapshot cache lists it: never callable (R-CACHE-2)."""
-
-
-@attrs.frozen
-class KnownTool:
-    """A model-visible name the group can place although the current snapshot does not list it.
-
-    :param server: the server's name.
-    :param tool: the raw tool name.
-    :param standing: what is known of it.
-    """
-
-    server: str
-    tool: str
-    standing: Standing
+__all__ = ["ActorGroup"]
 
 
 @final
@@ -100,7 +72,7 @@ class ActorGroup:
         self._retiring: dict[str, trio.Event] = {}  # name -> set once its old connection is gone
         self._removed: dict[str, frozenset[str]] = {}  # name -> every raw tool name it listed, once retired
         # One writer per group: the snapshots are the same whichever session saw them (R-CACHE-1).
-        self.tool_cache = SessionToolCache(
+        self.tool_cache = ToolCacheWriter(
             cache_file,
             workdir,
             tool_cache,

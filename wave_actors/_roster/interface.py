@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
     from wave_actors._actor.actor import ServerActor
     from wave_actors._cache import ToolCache
+    from wave_actors._catalog import KnownTool
     from wave_actors._config import LoadedConfig
     from wave_actors._reconfigure import ReconfigureResult
-    from wave_actors._roster.group import KnownTool
     from wave_actors._status import SharedUse
 
 __all__ = ["Roster"]

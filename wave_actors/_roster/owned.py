@@ -19,10 +19,11 @@ from trio_util import AsyncValue
 
 from wave_actors._actor.actor import ServerActor
 from wave_actors._cache import ToolCache
+from wave_actors._catalog import KnownTool
 from wave_actors._config import LoadedConfig
 from wave_actors._parameters import SessionSources
 from wave_actors._reconfigure import ReconfigureResult, plan_reconfigure
-from wave_actors._roster.group import ActorGroup, KnownTool
+from wave_actors._roster.group import ActorGroup
 from wave_actors._status import SharedUse
 
 __all__ = ["OwnedRoster"]

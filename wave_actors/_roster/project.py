@@ -55,7 +55,8 @@ from typing import Protocol, final
 import trio
 
 from wave_actors._actor.actor import ServerActor
-from wave_actors._actor.machine import Reconnect, dead
+from wave_actors._actor.machine import dead
+from wave_actors._actor.messages import Reconnect
 from wave_actors._cache import ToolCache
 from wave_actors._catalog import build_snapshot
 from wave_actors._config import LoadedConfig, ServerConfig

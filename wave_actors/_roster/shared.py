@@ -18,12 +18,13 @@ import trio
 from trio_util import AsyncValue
 
 from wave_actors._actor.actor import ServerActor
-from wave_actors._actor.machine import Connect, settled
+from wave_actors._actor.machine import settled
+from wave_actors._actor.messages import Connect
 from wave_actors._cache import ToolCache
+from wave_actors._catalog import KnownTool
 from wave_actors._config import LoadedConfig
 from wave_actors._parameters import Plugins, SessionSources
 from wave_actors._reconfigure import ReconfigureResult
-from wave_actors._roster.group import KnownTool
 from wave_actors._roster.project import ProjectScope
 from wave_actors._status import SharedUse
 

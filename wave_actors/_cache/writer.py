@@ -1,10 +1,13 @@
-"""A session's view of the tool snapshot cache, and the task that writes its servers' snapshots (R-CACHE-1, R-CACHE-2).
+"""An owner's view of the tool snapshot cache, and the task that writes its servers' snapshots (R-CACHE-1, R-CACHE-2).
 
-:class:`SessionToolCache` is made by :class:`~wave_actors._session.Session`
-from the cache it read when it was created
+The owner is an actor group: a session's own servers, or a project's shared ones.
+
+:class:`ToolCacheWriter` is made by an actor group
+(:class:`~wave_actors._roster.group.ActorGroup`, a session's own or a
+project's shared one) from the cache read when its owner was created
 (:meth:`~wave_actors._parameters.SessionParameters.load_with_tool_cache`,
 which reads through :func:`~wave_actors._cache.file.read_cache` with
-``shared=True``), told of every change of the session, and writes through
+``shared=True``), told of every change of the group, and writes through
 :func:`~wave_actors._cache.file.update_cache` from a worker thread. The file
 itself, its format and its lock are :mod:`wave_actors._cache.file`'s.
 """
@@ -25,18 +28,18 @@ if TYPE_CHECKING:
     from wave_actors._actor.machine import ActorState
     from wave_actors._config import ServerConfig
 
-__all__ = ["SESSION_LOCK_TIMEOUT", "SETTLE_LIMIT", "WRITE_LIMIT", "SessionToolCache"]
+__all__ = ["SESSION_LOCK_TIMEOUT", "SETTLE_LIMIT", "WRITE_LIMIT", "ToolCacheWriter"]
 
 logger = logging.getLogger(__name__)
 
 SESSION_LOCK_TIMEOUT: Final = 1.0
-"""Seconds a session's write waits for another writer's lock (a write takes milliseconds) before it is dropped."""
+"""Seconds a write waits for another writer's lock (a write takes milliseconds) before it is dropped."""
 
 WRITE_LIMIT: Final = 2.0
-"""Seconds a session waits for one write, even while it closes; past it the write is left to its thread."""
+"""Seconds an owner waits for one write, even while it closes; past it the write is left to its thread."""
 
 SETTLE_LIMIT: Final = 1.0
-"""Seconds a snapshot waits for the session's other dials to settle before it is written.
+"""Seconds a snapshot waits for the owner's other dials to settle before it is written.
 
 A write rewrites the whole file (3 to 4 ms of CPU with 20 servers). A turn
 dialing 20 servers wrote it some 6 times while the dials ran, which made
@@ -45,32 +48,32 @@ writes once, when the last of them is up or has failed.
 """
 
 
-class SessionToolCache:
-    """One session's view of the tool snapshot cache, and the writer of its servers' snapshots (R-CACHE-1, R-CACHE-2).
+class ToolCacheWriter:
+    """One owner's view of the tool snapshot cache, and the writer of its servers' snapshots (R-CACHE-1, R-CACHE-2).
 
-    The view is read once, off the event loop, when the session is created,
-    and follows the session's own writes from then on. :meth:`observe` is
-    called after every change of the session: when a server has connected or
+    The view is read once, off the event loop, when the owner is created,
+    and follows the owner's own writes from then on. :meth:`observe` is
+    called after every change of the owner's servers: when a server has connected or
     refreshed its tools since it last looked, its snapshot is recorded in the
     view at once and queued for writing. The writer is a task in the
-    session's nursery, started when there is something to write and ending
-    when there is nothing left. While another server of the session is
+    owner's nursery, started when there is something to write and ending
+    when there is nothing left. While another server of the owner is
     still connecting, it waits for that dial to settle (at most
     :data:`SETTLE_LIMIT`), so the servers of one turn are written together,
     not one write per server while the others still dial. Each write runs
     in a worker thread, so no
     caller and no event loop waits for the disk. Each write is shielded from
-    the session's cancellation and bounded by :data:`WRITE_LIMIT`, so a
-    session that closes right after a connect still records it, and a disk or
+    the owner's cancellation and bounded by :data:`WRITE_LIMIT`, so an
+    owner that closes right after a connect still records it, and a disk or
     a lock holder that hangs delays the close by that much at most. A write
     that fails is logged at debug level and dropped: the cache is a
     convenience, never a reason to fail.
 
     :param path: the cache file.
-    :param workdir: the session's resolved workdir.
-    :param cache: the session's entries, as read at creation.
-    :param nursery: the session's nursery, where the writer runs.
-    :param configured: ``(server, fingerprint)`` of every server the session has now.
+    :param workdir: the owner's resolved workdir.
+    :param cache: the workdir's entries, as read at creation.
+    :param nursery: the owner's nursery, where the writer runs.
+    :param configured: ``(server, fingerprint)`` of every server the owner has now.
     """
 
     __slots__ = (
@@ -103,12 +106,12 @@ class SessionToolCache:
         self._pending: dict[tuple[str, str], CachedServer] = {}
         self._seen: dict[str, tuple[float, object]] = {}  # server -> (last connect, tool list) last recorded
         self._writing = False
-        self._connecting = False  # a server of the session was connecting at the last change
+        self._connecting = False  # a server of the owner was connecting at the last change
         self._settled: trio.Event | None = None  # set once none is, while the writer waits for it
 
     @property
     def cache(self) -> ToolCache:
-        """The entries the session's statuses show, its own latest snapshots included."""
+        """The entries the owner's statuses show, its own latest snapshots included."""
         return self._cache
 
     def observe(self, servers: Iterable[tuple[ServerConfig, ActorState]]) -> None:
@@ -145,8 +148,8 @@ class SessionToolCache:
         if not self._writing:
             try:
                 self._nursery.start_soon(self._write_pending, name="wave_actors.tool_cache")
-            except RuntimeError:  # the session's nursery is closed: nothing can write any more
-                logger.debug("tool snapshot cache: session closed before %d snapshot(s) were written", len(updates))
+            except RuntimeError:  # the owner's nursery is closed: nothing can write any more
+                logger.debug("tool snapshot cache: closed before %d snapshot(s) were written", len(updates))
                 return
             self._writing = True
 
@@ -158,14 +161,14 @@ class SessionToolCache:
                 try:
                     await self._settle()
                 except trio.Cancelled:
-                    await self._write_batch()  # the session closes: what it learned is written now
+                    await self._write_batch()  # the owner closes: what it learned is written now
                     raise
                 await self._write_batch()
         finally:
             self._writing = False
 
     async def _settle(self) -> None:
-        """Until no server of the session is connecting, :data:`SETTLE_LIMIT` at most."""
+        """Until no server of the owner is connecting, :data:`SETTLE_LIMIT` at most."""
         import trio
 
         if not self._connecting:
@@ -193,7 +196,7 @@ class SessionToolCache:
             updates=batch,
             lock_timeout=SESSION_LOCK_TIMEOUT,
         )
-        # Shielded: a session closing right after a connect still keeps what it learned. Bounded: a
+        # Shielded: an owner closing right after a connect still keeps what it learned. Bounded: a
         # disk that hangs costs WRITE_LIMIT, and its thread is left to finish on its own.
         with trio.CancelScope(shield=True), trio.move_on_after(WRITE_LIMIT) as bound:
             try:
