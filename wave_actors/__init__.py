@@ -7,16 +7,20 @@ this package does not import the MCP SDK: that happens on the first dial.
 """
 
 from wave_actors._config import (
+    ApprovalState as ApprovalState,
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
+    ProjectTrust as ProjectTrust,
     ServerConfig as ServerConfig,
+    ServerTrust as ServerTrust,
     Severity as Severity,
     ShutdownGraces as ShutdownGraces,
     Source as Source,
     ToolOverride as ToolOverride,
     TransportType as TransportType,
     TrustMode as TrustMode,
+    TrustStore as TrustStore,
     load_config as load_config,
 )
 from wave_actors._config.store import (
