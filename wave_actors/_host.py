@@ -191,17 +191,24 @@ class Host(metaclass=NoPublicConstructor):
         host closes. See :mod:`wave_actors._roster.project` for every rule, manual
         disconnect (per project) included.
 
-        :param workdir: the project directory (its ``.mcp.json`` is a config source).
+        :param workdir: the project directory (its ``.mcp.json`` is a config
+            source). It is resolved now, once (absolute, symbolic links
+            followed), and the session keeps that path (``Session.workdir``)
+            for every later reload, reconcile and project lookup.
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
         :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
-        :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+        :param trust: ``"approved"`` loads a project entry only when the
+            approvals record in the host's ``home`` approves it at its
+            current fingerprint (R-CFG-10; see :class:`~wave_actors.TrustStore`).
         :param options: overrides the host's session options.
         :param session_id: an id of the host's choosing (default: a random one).
         :param ownership: ``"session"`` (the session owns its connections) or
             ``"project"`` (it shares its project's).
+        :raises ConfigError: ``workdir`` does not exist or is not a directory.
         :raises WaveActorsError: the host is closing, or the id is taken.
-        :raises ValueError: an unknown ``ownership``, or ``options`` with
-            ``"project"``: shared connections run with the host's options.
+        :raises ValueError: an unknown ``ownership`` or ``trust``, or
+            ``options`` with ``"project"``: shared connections run with the
+            host's options.
         """
         if ownership not in ("session", "project"):
             raise ValueError(f"ownership must be 'session' or 'project', not {ownership!r}")
@@ -212,9 +219,7 @@ class Host(metaclass=NoPublicConstructor):
             )
         if self._closing:
             raise WaveActorsError("the host is closing; no new sessions")
-        if session_id is not None and (session_id in self._sessions or session_id in self._reserved):
-            raise WaveActorsError(f"a session with id {session_id!r} exists already")
-        parameters = session_parameters(
+        parameters = await session_parameters(
             workdir=workdir,
             home=self._home,
             mcp_servers=mcp_servers,
@@ -224,6 +229,11 @@ class Host(metaclass=NoPublicConstructor):
             session_id=session_id,
             client_info=self._client_info,
         )
+        # Checked after the workdir was resolved (a checkpoint), with no checkpoint before the reservation.
+        if self._closing:
+            raise WaveActorsError("the host is closing; no new sessions")
+        if parameters.session_id in self._sessions or parameters.session_id in self._reserved:
+            raise WaveActorsError(f"a session with id {parameters.session_id!r} exists already")
         self._reserved.add(parameters.session_id)  # two concurrent creates must not both get it
         try:
             if self._watcher is not None:
@@ -305,7 +315,8 @@ class Host(metaclass=NoPublicConstructor):
         of the workdir is reconfigured (a reconfigure it is already running
         is waited for first; a session being destroyed is left to its destroy).
 
-        :param workdir: the project directory.
+        :param workdir: the project directory, resolved now; the sessions of
+            that path (as each resolved its own when it was created) are reconciled.
         :param plugins: new ``(plugin_name, entries)`` sources for every live
             session of the workdir; ``None`` keeps each session's own. A
             plugin left out (disabled, unloaded) takes its servers away at once,
@@ -316,7 +327,6 @@ class Host(metaclass=NoPublicConstructor):
         chosen = tuple(plugins) if plugins is not None else None
         target = await trio.to_thread.run_sync(resolve_workdir, workdir)
         sessions = list(self._sessions.values())
-        places = await trio.to_thread.run_sync(lambda: [resolve_workdir(s.workdir) for s, _ in sessions])
         results: list[ReconfigureResult] = []
 
         async def reconfigure(session: Session, lifecycle: SessionLifecycle) -> None:
@@ -334,8 +344,8 @@ class Host(metaclass=NoPublicConstructor):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reconcile_project)
-            for (session, lifecycle), place in zip(sessions, places, strict=True):
-                if place == target and session.ownership == "session":
+            for session, lifecycle in sessions:
+                if session.workdir == target and session.ownership == "session":
                     nursery.start_soon(reconfigure, session, lifecycle)
         return _merged(results)
 

@@ -98,7 +98,7 @@ class Session(metaclass=NoPublicConstructor):
 
     @property
     def workdir(self) -> Path:
-        """The project directory whose configuration this session uses."""
+        """The project directory whose configuration this session uses: resolved once, when it was created."""
         return self._sources.parameters.workdir
 
     @property

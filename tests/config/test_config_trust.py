@@ -344,8 +344,11 @@ def test_r_cfg_10_revoke_refuses_an_unknown_name(workdir: Path) -> None:
 
 
 def test_r_cfg_10_trust_store_refuses_a_missing_workdir(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="is not a directory"):
+    with pytest.raises(ConfigError, match="no such directory"):
         TrustStore(tmp_path / "missing", home=tmp_path / "home")
+    (tmp_path / "file").touch()
+    with pytest.raises(ConfigError, match="is not a directory"):
+        TrustStore(tmp_path / "file", home=tmp_path / "home")
 
 
 def test_r_cfg_10_approvals_of_a_server_gone_from_the_project_file_are_listed_as_unused(workdir: Path) -> None:

@@ -54,6 +54,7 @@ import attrs
 
 from wave_actors._config.converter import describe_value
 from wave_actors._config.model import Diagnostic, Severity, Source
+from wave_actors._errors import ConfigError
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -71,6 +72,7 @@ __all__ = [
     "read_file_bytes",
     "read_json_document",
     "read_source_file",
+    "resolve_existing_workdir",
     "resolve_workdir",
     "servers_of_document",
     "user_file",
@@ -113,6 +115,31 @@ def default_home() -> Path:
 def resolve_workdir(workdir: Path | str) -> Path:
     """The absolute, symlink-free form of ``workdir``: the one fingerprints use (R-CFG-8)."""
     return Path(workdir).expanduser().resolve()
+
+
+def resolve_existing_workdir(workdir: Path | str) -> Path:
+    """The absolute, symlink-free form of ``workdir``, which must be an existing directory (R-CFG-8, R-CFG-10).
+
+    A session resolves its workdir with it once, when it is created, and uses
+    that path for every later load: a symbolic link re-pointed later, or a
+    relative path after a ``chdir``, never turns it into another project.
+    Blocking (it asks the file system): call it in a worker thread.
+
+    :param workdir: the project directory as given.
+    :raises ConfigError: it does not exist, is not a directory, or its
+        symbolic links cannot be followed (a loop, a permission).
+    """
+    path = Path(workdir).expanduser()
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise ConfigError(f"workdir {workdir}: no such directory") from None
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop, before Python 3.13
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ConfigError(f"workdir {workdir}: cannot be resolved ({detail})") from None
+    if not resolved.is_dir():
+        raise ConfigError(f"workdir {workdir} is not a directory")
+    return resolved
 
 
 def project_file(workdir: Path | str) -> Path:

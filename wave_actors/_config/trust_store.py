@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Final, final
+from typing import final
 
 import attrs
 
@@ -41,13 +41,11 @@ from wave_actors._config.approvals import (
 )
 from wave_actors._config.loader import home_directory
 from wave_actors._config.model import ServerConfig, Severity, Source
-from wave_actors._config.sources import SourceFile, project_file, read_source_file, resolve_workdir
+from wave_actors._config.sources import SourceFile, project_file, read_source_file, resolve_existing_workdir
 from wave_actors._config.trust import ApprovalState, ProjectTrust, judge_project, read_trust_inputs
 from wave_actors._errors import ConfigError
 
 __all__ = ["TrustStore"]
-
-_NOT_A_DIRECTORY: Final = "is not a directory"
 
 
 @final
@@ -73,9 +71,7 @@ class TrustStore:
         environ: Mapping[str, str] | None = None,
         lock_timeout: float = LOCK_TIMEOUT,
     ) -> None:
-        self._workdir = resolve_workdir(workdir)
-        if not self._workdir.is_dir():
-            raise ConfigError(f"workdir {workdir} {_NOT_A_DIRECTORY}")
+        self._workdir = resolve_existing_workdir(workdir)
         self._home = home_directory(home)
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self._lock_timeout = lock_timeout
