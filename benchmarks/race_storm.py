@@ -38,7 +38,8 @@ Ownership (``--ownership``). With ``session`` (the default, described above)
 every session owns its connections, all in one workdir. With ``project``
 the slots are spread over ``--workdirs`` temporary workdirs (default one per
 four sessions) and create ``ownership="project"`` sessions, which share one
-connection per (workdir, server) (:mod:`wave_actors._project`):
+connection per (workdir, server) since they load the same entries
+(:mod:`wave_actors._roster.project`):
 
 - A workdir's servers are its ``.mcp.json``, which every session of it loads,
   so every slot of a workdir configures the same entries by name; names are

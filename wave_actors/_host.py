@@ -7,9 +7,9 @@ hook that fails or overruns is logged and teardown goes on: reclamation can
 never be skipped by an earlier failure (R-KILL-3).
 
 Sessions created with ``ownership="project"`` share one connection per
-server with every other such session of their workdir; those connections
-belong to the host's project scopes (:mod:`wave_actors._roster.project`), which the
-host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
+server with every other such session of their workdir that loaded the same
+entry; those connections belong to the host's project scopes
+(:mod:`wave_actors._roster.project`), which the host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
 after configuration edits, in both modes (R-SCOPE-3).
 """
 
@@ -183,18 +183,19 @@ class Host(metaclass=NoPublicConstructor):
 
         With ``ownership="project"`` the session owns no connection: it
         attaches to its workdir's project scope, where one connection per
-        server is shared by every such session of that workdir and outlives
-        them by the idle timeout (:class:`ProjectOptions`, R-SCOPE-1,
-        R-SCOPE-2). Destroying the session then releases its references and
+        server is shared by every such session of that workdir that loaded
+        the same entry (sessions given different entries under one name get
+        a connection each), and outlives them by the idle timeout
+        (:class:`ProjectOptions`, R-SCOPE-1, R-SCOPE-2). Destroying the session then releases its references and
         returns at once; the processes are the project's, reclaimed when the
         idle timer fires, when the configuration drops the server, or when the
         host closes. See :mod:`wave_actors._roster.project` for every rule, manual
-        disconnect (per project) included.
+        disconnect (per connection) included.
 
         :param workdir: the project directory (its ``.mcp.json`` is a config
             source). It is resolved now, once (absolute, symbolic links
             followed), and the session keeps that path (``Session.workdir``)
-            for every later reload, reconcile and project lookup.
+            for every later reload, reconcile and project lookup (R-CFG-13).
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
         :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
         :param trust: ``"approved"`` loads a project entry only when the
@@ -283,11 +284,13 @@ class Host(metaclass=NoPublicConstructor):
         return self._guard.protection()
 
     def project_servers(self, workdir: Path | str) -> list[ServerStatus]:
-        """Every server the project of ``workdir`` holds a connection (or a registration) for, sorted by name.
+        """Every connection (or registration) the project of ``workdir`` holds, sorted by name, then by age.
 
         What a settings page shows of a project (R-SCOPE-1): whether each
         connection is up (``state``) apart from how many sessions use it and,
-        with none, when its idle timer closes it (``shared``). Empty when no
+        with none, when its idle timer closes it (``shared``). A name that
+        sessions loaded different entries for is listed once per entry (tell
+        them apart by ``fingerprint`` and ``source``). Empty when no
         project-mode session of that workdir was created, or when everything
         it held has closed.
 

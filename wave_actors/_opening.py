@@ -101,7 +101,7 @@ async def open_session(
     process the session started is gone (R-KILL-4).
 
     :param workdir: the project directory (its ``.mcp.json`` is a config
-        source), resolved once, now, and kept (``Session.workdir``).
+        source), resolved once, now, and kept (``Session.workdir``, R-CFG-13).
     :param home: the user directory holding ``mcp.json`` and the approvals
         record (default ``~/.wave``).
     :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).

@@ -8,7 +8,7 @@ project over one reading of its files.
 A session's workdir is resolved once, when it is created
 (:func:`session_parameters`), and every later load, reconcile and project
 lookup uses that path: a symbolic link re-pointed later, or a relative path
-after a ``chdir``, never turns the session into another project's (R-CFG-10).
+after a ``chdir``, never turns the session into another project's (R-CFG-13).
 """
 
 from __future__ import annotations

@@ -500,7 +500,8 @@ class Session(metaclass=NoPublicConstructor):
         In a project-mode session this reconciles the whole project
         (:meth:`Host.reconcile <wave_actors.Host.reconcile>`), this session's
         new sources included: the connections are shared, so every session of
-        the project follows the new configuration (R-SCOPE-3).
+        the project loads its configuration again and is given the connection
+        of the entry it loaded (R-SCOPE-1, R-SCOPE-3).
 
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
         :param plugins: new ``(plugin_name, entries)`` sources; ``None`` keeps the

@@ -1,4 +1,4 @@
-"""Project-scoped shared connections: one server process per (workdir, server), many sessions (R-SCOPE-1..5).
+"""Project-scoped shared connections: one server process per (workdir, loaded entry), many sessions (R-SCOPE-1..5).
 
 The acceptance list of the project-lifecycle design document, one test each:
 sessions share one process and ending one keeps it; ending all starts the
@@ -496,3 +496,49 @@ async def test_concurrent_first_sessions_of_a_project_share_one_scope(tmp_path: 
         await sessions[0].prepare_turn()
         assert {session.server("s").shared for session in sessions} == {SharedUse(12)}
         assert len(pids("first-rush")) == 1
+
+
+async def test_sessions_given_different_entries_for_one_name_get_a_connection_each(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-1, R-CFG-10: a connection is shared by the sessions that loaded the same entry, never replaced.
+    mine, theirs = fault_server_entry(instructions="token-a"), fault_server_entry(instructions="token-b")
+    async with project_host(tmp_path, options) as host:
+        first = await host.create_session(tmp_path, {"x": mine}, ownership="project")
+        await first.prepare_turn()
+        second = await host.create_session(tmp_path, {"x": theirs}, ownership="project")
+        third = await host.create_session(tmp_path, {"x": mine}, ownership="project")
+        for session in (second, third):
+            await session.prepare_turn()
+        assert len(pids("token-a")) == 1 and len(pids("token-b")) == 1
+        assert [session.server("x").instructions for session in (first, second, third)] == [
+            "token-a",
+            "token-b",
+            "token-a",
+        ]
+        assert first.server("x").generation == 1  # never reloaded for another session's entry
+        assert [status.shared for status in host.project_servers(tmp_path)] == [SharedUse(2), SharedUse(1)]
+        # A manual disconnect ends that connection, for the sessions that use it.
+        await second.disconnect("x")
+        assert pids("token-b") == set() and len(pids("token-a")) == 1
+        assert first.server("x").state is ServerState.CONNECTED
+        # A reconcile keeps each session on its own entry.
+        await host.reconcile(tmp_path)
+        assert [session.server("x").instructions for session in (first, third)] == ["token-a", "token-a"]
+        assert second.server("x").manually_disconnected
+
+
+async def test_a_session_whose_entry_changes_moves_to_the_connection_of_its_new_entry(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-3: the connection of the entry others still load stays; the session follows its own entry.
+    async with project_host(tmp_path, options) as host:
+        write_project(tmp_path, {})
+        first = await host.create_session(tmp_path, {"x": fault_server_entry(instructions="old")}, ownership="project")
+        second = await host.create_session(tmp_path, {"x": fault_server_entry(instructions="old")}, ownership="project")
+        await first.prepare_turn()
+        (old,) = pids("old")
+        await first.reconfigure(mcp_servers={"x": fault_server_entry(instructions="new")})
+        await first.prepare_turn()
+        assert first.server("x").instructions == "new" and second.server("x").instructions == "old"
+        assert pids("old") == {old} and len(pids("new")) == 1

@@ -1,4 +1,4 @@
-"""Loading the merged configuration of one workdir (R-CFG-1..12).
+"""Loading the merged configuration of one workdir (R-CFG-1..13).
 
 :func:`load_config` reads every source, judges every entry on its own, then
 lets precedence pick one definition per name. It never raises for what the

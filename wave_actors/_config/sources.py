@@ -118,7 +118,7 @@ def resolve_workdir(workdir: Path | str) -> Path:
 
 
 def resolve_existing_workdir(workdir: Path | str) -> Path:
-    """The absolute, symlink-free form of ``workdir``, which must be an existing directory (R-CFG-8, R-CFG-10).
+    """The absolute, symlink-free form of ``workdir``, which must be an existing directory (R-CFG-8, R-CFG-13).
 
     A session resolves its workdir with it once, when it is created, and uses
     that path for every later load: a symbolic link re-pointed later, or a
