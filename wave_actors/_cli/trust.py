@@ -160,10 +160,10 @@ def _confirmed(arguments: argparse.Namespace, reviewed: Sequence[ServerTrust], q
             out.write(printable(line) + "\n")
     out.write(f"{printable(question)} [y/N] ")
     out.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if not answer:
-        out.write("\n")
-    return answer in ("y", "yes")
+    line = sys.stdin.readline()
+    if not line.endswith("\n") or not sys.stdin.isatty():
+        out.write("\n")  # a piped answer (or none) is not echoed: end the question's line
+    return line.strip().lower() in ("y", "yes")
 
 
 def _declined(out: TextIO) -> int:
