@@ -127,3 +127,11 @@ def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path
         "reconcile",
         "project_servers",
     )
+
+
+def test_readme_trust_example_approves_trusts_and_catches_a_changed_entry(tmp_path: Path) -> None:
+    # R-CFG-10: the example runs and prints exactly what the README shows.
+    expected = assert_section_prints_what_it_shows(
+        tmp_path, "Trusting a project", 'trust="approved"', "TrustStore", "store.approve", "store.trust", "reconcile"
+    )
+    assert "search: args changed since approval" in expected
