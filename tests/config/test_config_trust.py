@@ -23,6 +23,7 @@ from wave_actors._config import (
     TrustStore,
     load_config,
 )
+from wave_actors._config.loader import merge_config, read_config_files
 from wave_actors._config.vcs import git_tracking
 
 NAMES = ("alpha", "beta", "gamma")
@@ -167,6 +168,20 @@ def test_r_cfg_10_a_name_enabled_later_in_a_trusted_folder_is_recorded_by_the_lo
     loaded = load(workdir)
     assert list(loaded.servers) == ["alpha"]
     assert messages(loaded)["beta"].startswith("changed since approval: not loaded (args changed)")
+
+
+def test_r_cfg_10_sessions_merged_over_one_reading_record_a_first_sighting_once(workdir: Path) -> None:
+    """R-CFG-10, R-SCOPE-3: the second session merged over the same reading finds it recorded; nothing is rewritten."""
+    setup_project(workdir, {"mcp_json": {}})
+    store(workdir).trust()
+    setup_project(workdir, {"mcp_json": {"enable_all": True}})
+    files = read_config_files(workdir.resolve(), home=home_of(workdir), trust=True)
+    first = merge_config(files, constructor=None, plugins=(), trust="approved", environ={})
+    written = record_file(workdir).stat()
+    second = merge_config(files, constructor=None, plugins=(), trust="approved", environ={})
+    assert list(first.servers) == list(second.servers) == list(NAMES)
+    again = record_file(workdir).stat()
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
 
 
 def test_r_cfg_10_disabled_in_the_settings_file_beats_an_explicit_approval(workdir: Path) -> None:

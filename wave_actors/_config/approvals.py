@@ -376,7 +376,7 @@ def edit_project_record(
     :param change: given the current record of the workdir, returns the new one;
         it runs under the lock, so it sees every earlier edit.
     :param lock_timeout: seconds to wait for another writer.
-    :returns: the record as written.
+    :returns: the record as written (or as it was, when ``change`` changed nothing: then nothing is written).
     :raises ConfigError: the record file is unusable (it is left alone), or it
         cannot be locked or written (it is unchanged).
     """
@@ -389,7 +389,10 @@ def edit_project_record(
             projects = _projects(document)
             key = str(workdir)
             current = projects.get(key)
-            record = change(ProjectRecord() if current is None else _project(current, f"projects[{key!r}]"))
+            before = ProjectRecord() if current is None else _project(current, f"projects[{key!r}]")
+            record = change(before)
+            if record == before:
+                return record  # nothing to write (another load of the same reading recorded it already)
             if record.empty:
                 projects.pop(key, None)
             else:
