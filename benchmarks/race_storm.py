@@ -128,10 +128,11 @@ PROJECT_SERVER = re.compile(r"w(\d+)(?:s\d+|x)")
 """A project server's name: ``w<workdir>s<n>`` (from ``.mcp.json``) or ``w<workdir>x`` (the optional one)."""
 PROJECT_EVENTS = (
     ("unused for", "idle closes (idle timer fired)"),
-    ("changed on disk", "reloads on attach (entry changed)"),
+    ("served for another entry", "reconciles on attach (entry changed)"),
+    ("loads another entry now", "reloads in place (entry changed)"),
     ("is dead", "rebuilds on attach (dead connection)"),
 )
-"""Library log messages of :mod:`wave_actors._project` counted as project events."""
+"""Library log messages of :mod:`wave_actors._roster.project` counted as project events."""
 
 
 def ownership_choice(value: str) -> str:
@@ -637,7 +638,7 @@ class _CountingHandler(logging.Handler):
             message += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
         if len(examples) < 3 and message not in examples:
             examples.append(message)
-        if record.name == "wave_actors._project":
+        if record.name == "wave_actors._roster.project":
             for needle, event in PROJECT_EVENTS:
                 if needle in message:
                     self._ledger.project_events[event] += 1
