@@ -9,8 +9,11 @@ approvals record of ``--home`` approves it at its current fingerprint;
 from __future__ import annotations
 
 import json
+import os
+import select
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -154,7 +157,7 @@ def test_approve_with_json_reports_every_entrys_state(run_cli: RunCli, workdir: 
 @pytest.mark.parametrize(
     ("command", "servers", "reason"),
     [
-        ("approve", {"docs": fault_server_entry()}, "no server 'nope'"),
+        ("approve", {"docs": fault_server_entry()}, "cannot approve 'nope'"),
         ("revoke", {"docs": fault_server_entry()}, "cannot revoke 'nope'"),
     ],
 )
@@ -228,3 +231,37 @@ def test_an_unusable_record_is_a_usage_error_and_is_left_alone(run_cli: RunCli, 
     assert completed.returncode == 2
     assert "fix or remove it first" in completed.stderr
     assert record.read_text() == "{not json"
+
+
+def test_an_entry_changed_while_the_question_is_open_is_not_approved(workdir: Path, home: Path, tmp_path: Path) -> None:
+    # R-CFG-10: what is recorded is what was shown; a swap behind the user's back is refused (exit 1).
+    marker = tmp_path / "swapped-in-server-ran"
+    write_servers(workdir / ".mcp.json", {"docs": fault_server_entry()})
+    process = subprocess.Popen(
+        cli_command("approve", "docs", "--home", str(home)),
+        cwd=workdir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        shown = b""
+        deadline = time.monotonic() + 30
+        while b"[y/N]" not in shown:
+            ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no question within 30 s: {shown!r}"
+            chunk = os.read(process.stdout.fileno(), 4096)
+            assert chunk, f"the command ended before asking: {shown!r}"
+            shown += chunk
+        write_servers(workdir / ".mcp.json", {"docs": fault_server_entry(pid_file=marker)})
+        _, errors = process.communicate(b"y\n", timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    assert process.returncode == 1
+    assert "'docs' changed since it was reviewed" in errors.decode()
+    assert not (home / "project-trust.json").exists() or "docs" not in (home / "project-trust.json").read_text()
+    assert not marker.exists()

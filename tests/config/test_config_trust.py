@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +20,14 @@ from wave_actors._config import (
     ApprovalState,
     ConfigError,
     LoadedConfig,
+    ServerTrust,
     Severity,
     Source,
     TrustStore,
     load_config,
 )
 from wave_actors._config.loader import merge_config, read_config_files
+from wave_actors._config.store import ConfigChanged
 from wave_actors._config.vcs import git_tracking
 
 NAMES = ("alpha", "beta", "gamma")
@@ -55,9 +59,13 @@ def record_file(workdir: Path) -> Path:
     return home_of(workdir) / "project-trust.json"
 
 
-def record_of(workdir: Path) -> dict[str, object]:
+def record_of(workdir: Path) -> dict[str, Any]:
     document = json.loads(record_file(workdir).read_text(encoding="utf-8"))
     return document["projects"].get(str(workdir.resolve()), {})
+
+
+def fingerprints(servers: Iterable[ServerTrust]) -> dict[str, str]:
+    return {server.name: server.fingerprint for server in servers if server.fingerprint is not None}
 
 
 def rewrite_entry(workdir: Path, name: str, entry: dict[str, object]) -> None:
@@ -148,9 +156,9 @@ def test_r_cfg_10_a_trusted_folders_settings_file_approves_what_it_enables_and_d
     assert list(loaded.servers) == loaded_names
     assert {d.server for d in loaded.diagnostics if d.server} == set(NAMES) - set(loaded_names)
     approved = record_of(workdir).get("approved", {})
-    assert sorted(approved) == loaded_names  # type: ignore[arg-type]
+    assert sorted(approved) == loaded_names
     for name in loaded_names:
-        entry = approved[name]  # type: ignore[index]
+        entry = approved[name]
         assert (entry["fingerprint"], entry["by"]) == (loaded.servers[name].fingerprint, "trusted folder")
 
 
@@ -160,10 +168,10 @@ def test_r_cfg_10_a_name_enabled_later_in_a_trusted_folder_is_recorded_by_the_lo
     """R-CFG-10: the fingerprint seen then is recorded in the home, and binds from then on."""
     setup_project(workdir, {"mcp_json": {"enabled": ["alpha"]}})
     store(workdir).trust()
-    assert list(record_of(workdir)["approved"]) == ["alpha"]  # type: ignore[call-overload]
+    assert list(record_of(workdir)["approved"]) == ["alpha"]
     setup_project(workdir, {"mcp_json": {"enabled": ["alpha", "beta"]}})
     assert list(load(workdir).servers) == ["alpha", "beta"]
-    assert sorted(record_of(workdir)["approved"]) == ["alpha", "beta"]  # type: ignore[call-overload]
+    assert sorted(record_of(workdir)["approved"]) == ["alpha", "beta"]
     rewrite_entry(workdir, "beta", {"command": "beta", "args": ["--evil"]})
     loaded = load(workdir)
     assert list(loaded.servers) == ["alpha"]
@@ -203,7 +211,7 @@ def test_r_cfg_10_revoked_names_stay_out_even_when_a_trusted_folder_enables_them
     loaded = load(workdir)
     assert list(loaded.servers) == ["alpha", "gamma"]
     assert "revoked" in messages(loaded)["beta"] and "wave-actors approve beta" in messages(loaded)["beta"]
-    assert "beta" not in record_of(workdir)["approved"]  # type: ignore[operator]
+    assert "beta" not in record_of(workdir)["approved"]
     store(workdir).approve(["beta"])
     assert list(load(workdir).servers) == list(NAMES)
 
@@ -327,7 +335,7 @@ def test_r_cfg_10_the_record_is_keyed_by_the_resolved_workdir(workdir: Path) -> 
     link.symlink_to(workdir)
     TrustStore(link, home=home_of(workdir), environ={}).approve(["alpha"])
     assert list(load(workdir).servers) == ["alpha"]
-    assert list(record_of(workdir)["approved"]) == ["alpha"]  # type: ignore[call-overload]
+    assert list(record_of(workdir)["approved"]) == ["alpha"]
 
 
 # What approve and revoke refuse -------------------------------------------------------
@@ -350,6 +358,28 @@ def test_r_cfg_10_approve_refuses_what_it_cannot_approve_and_records_nothing(
     with pytest.raises(ConfigError, match=reason):
         store(workdir).approve([*names, "beta"])
     assert not record_file(workdir).exists()
+
+
+def test_r_cfg_10_approve_records_only_what_was_reviewed(workdir: Path) -> None:
+    """R-CFG-10: an entry changed between review and approval is refused, not approved unseen."""
+    setup_project(workdir, None)
+    [alpha, beta] = store(workdir).review(["alpha", "beta"])
+    assert alpha.config is not None and alpha.config.command == "alpha"
+    rewrite_entry(workdir, "beta", {"command": "swapped"})
+    with pytest.raises(ConfigChanged, match="'beta' changed since it was reviewed"):
+        store(workdir).approve(["alpha", "beta"], fingerprints=fingerprints([alpha, beta]))
+    assert not record_file(workdir).exists()
+
+
+def test_r_cfg_10_trust_records_only_what_was_reviewed(workdir: Path) -> None:
+    """R-CFG-10: the settings file enabling more (or another entry) than was shown refuses the trust."""
+    setup_project(workdir, {"mcp_json": {"enabled": ["alpha"]}})
+    shown = fingerprints(server for server in store(workdir).read().servers if server.enabled_in_settings)
+    setup_project(workdir, {"mcp_json": {"enabled": ["alpha", "beta"]}})
+    with pytest.raises(ConfigChanged, match="'beta'"):
+        store(workdir).trust(fingerprints=shown)
+    assert not record_file(workdir).exists()
+    assert store(workdir).trust(fingerprints=fingerprints(store(workdir).read().servers)).trusted
 
 
 def test_r_cfg_10_revoke_refuses_an_unknown_name(workdir: Path) -> None:

@@ -13,9 +13,11 @@ its arguments, the *names* of its variables and headers, a URL with its
 secrets masked, R-CFG-12) and ask; ``--yes`` answers for scripts, and
 ``--json`` needs it. :func:`trust_document` is the JSON form of a project's
 trust, which ``servers --json`` shows too, and :func:`trust_block` its text
-form. Exit codes: 0 recorded; 1 declined, or the record could not be
-written; 2 bad arguments, an unknown server, an invalid entry or an unusable
-record file. No runtime is imported: deciding dials nothing.
+form. Exit codes: 0 recorded; 1 declined, an entry changed while it was
+reviewed, or the record could not be written; 2 bad arguments, an unknown
+server, an invalid entry or an unusable record file. What is recorded is
+what was shown: an entry that changed between the review and the answer is
+refused (:class:`~wave_actors.ConfigChanged`), not approved unseen. No runtime is imported: deciding dials nothing.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO, cast
+from typing import Any, TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, edited_options, home, workdir
+from wave_actors._cli.edit import edit_failed
 from wave_actors._config import ApprovalState, ConfigError, ProjectTrust, ServerTrust, TrustStore, redact_url
 from wave_actors._console import (
     EXIT_FAILURE,
@@ -44,8 +47,8 @@ from wave_actors._console import (
 __all__ = ["add_trust_commands", "approve", "revoke", "trust", "trust_block", "trust_document", "untrust"]
 
 _CODES = (
-    "exit codes: 0 recorded; 1 declined at the question, or the record could not be written; 2 bad arguments, "
-    "an unknown server, an invalid entry, or an unusable approvals record"
+    "exit codes: 0 recorded; 1 declined at the question, an entry changed while it was reviewed, or the record "
+    "could not be written; 2 bad arguments, an unknown server, an invalid entry, or an unusable approvals record"
 )
 
 
@@ -114,16 +117,11 @@ def _directory(arguments: argparse.Namespace) -> Path:
     return path
 
 
-def _failed(error: ConfigError) -> NoReturn:
-    """A refused decision: exit 1 when the record could not be written, else 2."""
-    fail(error, EXIT_FAILURE if isinstance(error.__cause__, OSError) else EXIT_USAGE)
-
-
 def _store(directory: Path, arguments: argparse.Namespace) -> TrustStore:
     try:
         return TrustStore(directory, home=home(arguments))
     except ConfigError as error:
-        _failed(error)
+        edit_failed(error)
 
 
 def _review(server: ServerTrust) -> list[str]:
@@ -164,6 +162,11 @@ def _confirmed(arguments: argparse.Namespace, reviewed: Sequence[ServerTrust], q
     if not line.endswith("\n") or not sys.stdin.isatty():
         out.write("\n")  # a piped answer (or none) is not echoed: end the question's line
     return line.strip().lower() in ("y", "yes")
+
+
+def _reviewed(servers: Sequence[ServerTrust]) -> dict[str, str]:
+    """The fingerprints the user was shown: what a decision may record, and nothing else."""
+    return {server.name: server.fingerprint for server in servers if server.fingerprint is not None}
 
 
 def _declined(out: TextIO) -> int:
@@ -266,9 +269,9 @@ def trust(arguments: argparse.Namespace, out: TextIO) -> int:
         question = f"Trust {store.workdir}? Its approved servers run as you, with your environment."
         if not _confirmed(arguments, wished, question, out):
             return _declined(out)
-        recorded = store.trust()
+        recorded = store.trust(fingerprints=_reviewed(wished))
     except ConfigError as error:
-        _failed(error)
+        edit_failed(error)
     return _report("trust", recorded, arguments, out, f"trusted {recorded.workdir}")
 
 
@@ -284,7 +287,7 @@ def untrust(arguments: argparse.Namespace, out: TextIO) -> int:
     try:
         recorded = store.untrust()
     except ConfigError as error:
-        _failed(error)
+        edit_failed(error)
     return _report("untrust", recorded, arguments, out, f"forgot every trust decision about {recorded.workdir}")
 
 
@@ -299,20 +302,13 @@ def approve(arguments: argparse.Namespace, out: TextIO) -> int:
     names = list(dict.fromkeys(cast(list[str], arguments.servers)))
     store = _store(workdir(arguments), arguments)
     try:
-        current = store.read()
-        reviewed: list[ServerTrust] = []
-        for name in names:
-            try:
-                reviewed.append(current.server(name))
-            except KeyError:
-                known = ", ".join(server.name for server in current.servers) or "none"
-                fail(f"no server {name!r} in {store.workdir / '.mcp.json'} (it has: {known})", EXIT_USAGE)
+        reviewed = store.review(names)
         question = f"Approve {len(names)} server(s) of {store.workdir}? They run as you, with your environment."
         if not _confirmed(arguments, reviewed, question, out):
             return _declined(out)
-        recorded = store.approve(names)
+        recorded = store.approve(names, fingerprints=_reviewed(reviewed))
     except ConfigError as error:
-        _failed(error)
+        edit_failed(error)
     said = "approved " + ", ".join(f"{name!r} at {recorded.server(name).approved_fingerprint}" for name in names)
     for name in names:
         if recorded.server(name).state is ApprovalState.DISABLED:
@@ -335,5 +331,5 @@ def revoke(arguments: argparse.Namespace, out: TextIO) -> int:
     try:
         recorded = store.revoke(names)
     except ConfigError as error:
-        _failed(error)
+        edit_failed(error)
     return _report("revoke", recorded, arguments, out, "revoked " + ", ".join(repr(name) for name in names))

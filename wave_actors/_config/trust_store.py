@@ -9,8 +9,14 @@
 * :meth:`~TrustStore.trust` / :meth:`~TrustStore.untrust`: let the folder's
   ``.wave/settings.local.json`` approve the servers it enables, or forget
   every decision about the folder;
-* :meth:`~TrustStore.approve` / :meth:`~TrustStore.revoke`: approve names at
-  their current fingerprint, or revoke them.
+* :meth:`~TrustStore.review` / :meth:`~TrustStore.approve` /
+  :meth:`~TrustStore.revoke`: show what names would be approved as, approve
+  them at their current fingerprint, or revoke them.
+
+What is recorded is what the user was shown: :meth:`~TrustStore.approve` and
+:meth:`~TrustStore.trust` take the reviewed fingerprints and refuse, with
+:class:`~wave_actors.ConfigChanged`, an entry that changed (or appeared)
+between the review and the answer.
 
 Every edit is an explicit user action; it is written atomically, under the
 record's lock, owner-only (0600). Running sessions see it when they reload
@@ -42,7 +48,8 @@ from wave_actors._config.approvals import (
 from wave_actors._config.loader import home_directory
 from wave_actors._config.model import ServerConfig, Severity, Source
 from wave_actors._config.sources import SourceFile, project_file, read_source_file, resolve_existing_workdir
-from wave_actors._config.trust import ApprovalState, ProjectTrust, judge_project, read_trust_inputs
+from wave_actors._config.store import ConfigChanged
+from wave_actors._config.trust import ApprovalState, ProjectTrust, ServerTrust, judge_project, read_trust_inputs
 from wave_actors._errors import ConfigError
 
 __all__ = ["TrustStore"]
@@ -95,14 +102,19 @@ class TrustStore:
         """
         return judge_project(read_trust_inputs(self._home, self._workdir), self._project(), self._environ)
 
-    def trust(self) -> ProjectTrust:
+    def trust(self, *, fingerprints: Mapping[str, str] | None = None) -> ProjectTrust:
         """Trust the folder: its ``.wave/settings.local.json`` approves the servers it enables, from now on.
 
         The entries it enables now are recorded at their current fingerprint
         (a later change needs approval again); those it enables later are
         recorded by the load that sees them first.
 
+        :param fingerprints: the entries the user reviewed (from :meth:`read`:
+            those ``enabled_in_settings`` and ``pending``), by name: when the
+            file enables another entry now, or one of them changed, nothing is
+            recorded.
         :returns: the project's trust, as now recorded.
+        :raises ConfigChanged: what the folder enables changed since it was reviewed; review it again.
         :raises ConfigError: the record is unusable or cannot be written.
         """
         now = time.time()
@@ -111,11 +123,13 @@ class TrustStore:
             trusted = attrs.evolve(record, trusted=True, trusted_at=record.trusted_at or now)
             inputs = attrs.evolve(read_trust_inputs(self._home, self._workdir), record=trusted)
             wished = judge_project(inputs, self._project(), self._environ)
-            added = {
-                server.name: Approval.of(server.config, by="trusted folder", now=now)
+            configs = {
+                server.name: server.config
                 for server in wished.servers
                 if server.state is ApprovalState.APPROVED and server.approved_fingerprint is None and server.config
             }
+            _check_reviewed(configs, fingerprints)
+            added = {name: Approval.of(config, by="trusted folder", now=now) for name, config in configs.items()}
             return attrs.evolve(trusted, approved={**trusted.approved, **added})
 
         self._edit(change)
@@ -130,27 +144,27 @@ class TrustStore:
         self._edit(lambda _: ProjectRecord())
         return self.read()
 
-    def approve(self, names: Collection[str]) -> ProjectTrust:
-        """Approve project servers at their current fingerprint (R-CFG-8); a revocation of them ends.
+    def review(self, names: Collection[str]) -> tuple[ServerTrust, ...]:
+        """The project entries ``names`` as :meth:`approve` would record them now: what to show the user first.
 
-        A name listed in the settings file's ``disabled`` stays disabled:
-        ``disabled`` always wins (the result says so).
+        Each :attr:`ServerTrust.config <wave_actors.ServerTrust.config>` is
+        what runs; pass the reviewed fingerprints back to :meth:`approve`, so
+        that an entry changed meanwhile is refused rather than approved unseen.
 
         :param names: entries of ``<workdir>/.mcp.json``; each must be valid.
-        :returns: the project's trust, as now recorded.
         :raises ConfigError: a name is not a valid entry of the project file,
-            the project file cannot be read, or the record is unusable or
-            cannot be written. Nothing is recorded then.
+            or the project file cannot be read.
         """
         current = self.read()
-        problems = [problem for problem in current.diagnostics if problem.source is Source.PROJECT]
         unreadable = [
-            problem for problem in problems if problem.severity is Severity.ERROR and problem.origin == self._origin
+            problem
+            for problem in current.diagnostics
+            if problem.severity is Severity.ERROR and problem.origin == self._origin
         ]
         if unreadable:
             raise ConfigError(f"cannot approve: {unreadable[0]}")
-        configs: dict[str, ServerConfig] = {}
-        for name in names:
+        reviewed: list[ServerTrust] = []
+        for name in dict.fromkeys(names):
             try:
                 server = current.server(name)
             except KeyError:
@@ -160,7 +174,26 @@ class TrustStore:
                 ) from None
             if server.config is None:
                 raise ConfigError(f"cannot approve {name!r}: its entry in {self._origin} is invalid")
-            configs[name] = server.config
+            reviewed.append(server)
+        return tuple(reviewed)
+
+    def approve(self, names: Collection[str], *, fingerprints: Mapping[str, str] | None = None) -> ProjectTrust:
+        """Approve project servers at their current fingerprint (R-CFG-8); a revocation of them ends.
+
+        A name listed in the settings file's ``disabled`` stays disabled:
+        ``disabled`` always wins (the result says so).
+
+        :param names: entries of ``<workdir>/.mcp.json``; each must be valid.
+        :param fingerprints: the fingerprints the user reviewed (:meth:`review`),
+            by name: an entry whose fingerprint is another one now is refused.
+        :returns: the project's trust, as now recorded.
+        :raises ConfigChanged: an entry changed since it was reviewed; review it again.
+        :raises ConfigError: a name is not a valid entry of the project file,
+            the project file cannot be read, or the record is unusable or
+            cannot be written. Nothing is recorded then.
+        """
+        configs = {server.name: server.config for server in self.review(names) if server.config is not None}
+        _check_reviewed(configs, fingerprints)
         now = time.time()
 
         def change(record: ProjectRecord) -> ProjectRecord:
@@ -205,3 +238,15 @@ class TrustStore:
 
     def _edit(self, change: Callable[[ProjectRecord], ProjectRecord]) -> None:
         edit_project_record(self._home, self._workdir, change, lock_timeout=self._lock_timeout)
+
+
+def _check_reviewed(configs: Mapping[str, ServerConfig], fingerprints: Mapping[str, str] | None) -> None:
+    """Refuse to record what the user did not see: an entry whose fingerprint is not the one reviewed."""
+    if fingerprints is None:
+        return
+    unseen = sorted(name for name, config in configs.items() if fingerprints.get(name) != config.fingerprint)
+    if unseen:
+        raise ConfigChanged(
+            f"{', '.join(repr(name) for name in unseen)} changed since it was reviewed (or was not shown); "
+            "review again before approving"
+        )
