@@ -103,7 +103,7 @@ def settings_file(workdir: Path | str) -> Path:
     return Path(workdir) / SETTINGS_FILE
 
 
-def command_hint(*words: str) -> str:
+def _command_hint(*words: str) -> str:
     """A ``wave-actors`` command line to suggest, each word quoted for a POSIX shell."""
     return "`" + " ".join(["wave-actors", *(shlex.quote(word) for word in words)]) + "`"
 
@@ -273,18 +273,18 @@ class TrustInputs:
         if name in self.wish.disabled:
             return Verdict(ApprovalState.DISABLED, f'it is listed in "{_SECTION}.disabled" of {self.settings_path}')
         if name in self.record.revoked:
-            hint = command_hint("approve", name, "--workdir", str(self.workdir))
+            hint = _command_hint("approve", name, "--workdir", str(self.workdir))
             return Verdict(ApprovalState.DISABLED, f"it was revoked in {self.record_path}; {hint} approves it again")
         if name in self.record.approved or (self.record.trusted and self.wish.wishes(name)):
             return None
         if self.wish.wishes(name):
-            hint = command_hint("trust", str(self.workdir))
+            hint = _command_hint("trust", str(self.workdir))
             reason = (
                 f"it is enabled in {self.settings_path}, but this folder is not trusted, so that file approves "
                 f"nothing; run {hint} to let it"
             )
             return Verdict(ApprovalState.PENDING, reason)
-        hint = command_hint("approve", name, "--workdir", str(self.workdir))
+        hint = _command_hint("approve", name, "--workdir", str(self.workdir))
         return Verdict(ApprovalState.PENDING, f"it is not approved; review it, then run {hint}")
 
     def verdict(self, name: str, config: ServerConfig | None) -> Verdict:
@@ -293,17 +293,20 @@ class TrustInputs:
         if refused is not None:
             return refused
         approval = self.record.approved.get(name)
-        hint = command_hint("approve", name, "--workdir", str(self.workdir))
+        hint = _command_hint("approve", name, "--workdir", str(self.workdir))
         if approval is not None:
             if config is not None and approval.fingerprint == config.fingerprint:
                 return Verdict(
                     ApprovalState.APPROVED, f"approved at fingerprint {approval.fingerprint}", approval.fingerprint
                 )
-            changed = ("the entry is invalid now",) if config is None else approval.changes(config)
+            if config is None:
+                reason = f"changed since approval: not loaded (the entry is invalid now); fix it, then run {hint}"
+                return Verdict(ApprovalState.CHANGED, reason, approval.fingerprint)
+            changed = approval.changes(config)
             reason = (
                 f"changed since approval: not loaded ({', '.join(changed)} changed); review the entry, then run {hint}"
             )
-            return Verdict(ApprovalState.CHANGED, reason, approval.fingerprint, () if config is None else changed)
+            return Verdict(ApprovalState.CHANGED, reason, approval.fingerprint, changed)
         assert self.wish is not None  # before_parsing refused otherwise
         listed = self.wish.approved.get(name)
         if config is not None and listed is not None and listed != config.fingerprint:
@@ -385,10 +388,10 @@ def read_trust_inputs(home: Path, workdir: Path) -> TrustInputs:
     found = [*diagnostics, *problems]
     path = str(settings_file(workdir))
     if wish is not None and wish.wishes_any and not record.trusted:
-        hint = command_hint("trust", str(workdir))
+        hint = _command_hint("trust", str(workdir))
         message = (
             f"this folder is not trusted, so the servers this file enables are not approved; run {hint} "
-            f"if you trust it, or approve servers one by one ({command_hint('approve', 'NAME')})"
+            f"if you trust it, or approve servers one by one ({_command_hint('approve', 'NAME')})"
         )
         found.append(Diagnostic(Severity.WARNING, Source.PROJECT, path, message))
     elif wish is not None and wish.wishes_any and git_tracking(workdir, settings_file(workdir)).tracked:
