@@ -93,7 +93,7 @@ class ServerActor:
     :param options: dial and reconnect settings.
     :param nursery: the owner's nursery (a session's, or a project scope's), where the actor's task runs once
         it is needed.
-    :param on_change: called (synchronously) after every change of state.
+    :param on_change: called (synchronously) with the server's name after every change of its state or entry.
     """
 
     __slots__ = (
@@ -120,7 +120,7 @@ class ServerActor:
         workdir: Path,
         options: SessionOptions,
         nursery: trio.Nursery,
-        on_change: Callable[[], None],
+        on_change: Callable[[str], None],
     ) -> None:
         self._config = config
         self._workdir = workdir
@@ -207,7 +207,7 @@ class ServerActor:
     def reload_soon(self, config: ServerConfig, done: trio.Event | None = None) -> None:
         """Take a changed entry now, and post its reload without waiting for the re-dial (a project's attach)."""
         self._config = config
-        self._on_change()  # a snapshot showing the new entry gets a version of its own
+        self._on_change(self._config.name)  # a snapshot showing the new entry gets a version of its own
         self._post(Reload(enabled=config.enabled), done)
 
     def post(self, command: Connect | Reconnect) -> None:
@@ -240,7 +240,7 @@ class ServerActor:
         if config == self._config:
             return
         self._config = config
-        self._on_change()
+        self._on_change(self._config.name)
 
     async def _command(self, message: Message) -> None:
         done = trio.Event()
@@ -330,7 +330,7 @@ class ServerActor:
             self._connection = None  # that generation is over: keep no closed session alive
         if settled(after):
             self._release_waiters()
-        self._on_change()
+        self._on_change(self._config.name)
         return effects
 
     async def _execute(self, effect: Effect) -> None:

@@ -20,7 +20,6 @@ concerns, and the owner decides who is told.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -52,7 +51,17 @@ class ActorGroup:
         changed: a state, an entry, or membership (added, or withdrawn on retire).
     """
 
-    __slots__ = ("_actors", "_nursery", "_on_change", "_options", "_removed", "_retiring", "_workdir", "tool_cache")
+    __slots__ = (
+        "_actors",
+        "_nursery",
+        "_on_actor_change",
+        "_on_change",
+        "_options",
+        "_removed",
+        "_retiring",
+        "_workdir",
+        "tool_cache",
+    )
 
     def __init__(
         self,
@@ -68,6 +77,7 @@ class ActorGroup:
         self._nursery = nursery
         self._options = options
         self._on_change = on_change
+        self._on_actor_change = self._changed  # one bound method for every actor, not one each
         self._actors: dict[str, ServerActor] = {}
         self._retiring: dict[str, trio.Event] = {}  # name -> set once its old connection is gone
         self._removed: dict[str, frozenset[str]] = {}  # name -> every raw tool name it listed, once retired
@@ -147,7 +157,7 @@ class ActorGroup:
                 workdir=Path(self._workdir),
                 options=self._options,
                 nursery=self._nursery,
-                on_change=functools.partial(self._changed, name),
+                on_change=self._on_actor_change,
             )
         if added:
             self._on_change(added)
