@@ -34,7 +34,7 @@ whatever happens inside, every member ever found is sent SIGKILL before
 
 Finding the other members means reading the whole process table. The first
 scan of a trio run reads ``/proc/PID/stat`` and ``/proc/PID/environ`` of every
-process; each later one lists ``/proc`` and reads only the processes the
+process (through :mod:`wave_actors._family.procfs`, the one reader); each later one lists ``/proc`` and reads only the processes the
 previous scan had not read (or read before they were a second old): a pid is
 handed out again only after the kernel has gone round the whole pid space,
 which the kernel's count of started processes rules out (see
@@ -65,7 +65,18 @@ import attrs
 import psutil
 import trio
 
-from wave_actors._watchdog.linux import ProcessStat
+from wave_actors._family.procfs import (
+    CLOCK_TICKS,
+    LINUX,
+    boot_ticks,
+    children_listed,
+    read_children,
+    read_environment_variable,
+    read_forks,
+    read_pid_max,
+    read_pids,
+    read_stat,
+)
 
 __all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "live_processes", "reclaim"]
 
@@ -169,72 +180,11 @@ def live_processes() -> Iterator[psutil.Process]:
             continue  # gone since the listing
 
 
-_PROC: Final = "/proc"
-_LINUX: Final = sys.platform.startswith("linux")
-_TICKS: Final = os.sysconf("SC_CLK_TCK") if _LINUX else 100
 # A process is read once per trio run, unless it was younger than this when
 # read: a fork that has not yet called setsid and exec'd shows its parent's
 # session and environment.
-_SETTLED_TICKS: Final = _TICKS
-# ``/proc/PID/task/TID/children`` exists when the kernel was built with CONFIG_PROC_CHILDREN (most are).
-_CHILDREN_FILES: Final = _LINUX and os.path.exists(f"{_PROC}/self/task/{os.getpid()}/children")
-
-
-def _read(path: str, *, whole: bool = False) -> bytes | None:
-    """A file of ``/proc``, or ``None`` if it cannot be read (the process is gone, or not ours).
-
-    Plain descriptors: a scan reads hundreds of these, and a file object costs more than the read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, 4096)
-        if whole and data:
-            chunks = [data]
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-            data = b"".join(chunks)
-        return data
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _read_stat(pid: int) -> ProcessStat | None:
-    """``/proc/PID/stat`` of a live process, or ``None`` when it is gone (Linux).
-
-    :func:`wave_actors._watchdog.linux.read_stat` with a plain descriptor: a
-    scan reads one per process, and a file object costs a third of the scan.
-    """
-    data = _read(f"{_PROC}/{pid}/stat")
-    if data is None:
-        return None
-    # The command name may hold spaces and parentheses: the fields start after the last ')'.
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:
-        return ProcessStat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _read_tag(pid: int) -> str | None:
-    """The process's :data:`FAMILY_VARIABLE`, or ``None`` (unset, or not ours to read) (Linux)."""
-    environ = _read(f"{_PROC}/{pid}/environ", whole=True)
-    if environ is None:
-        return None  # not ours to read (another user's): still found by parent and session
-    data = b"\0" + environ
-    key = b"\0" + FAMILY_VARIABLE.encode() + b"="
-    found = data.find(key)
-    if found < 0:
-        return None
-    return data[found + len(key) :].split(b"\0", 1)[0].decode(errors="replace")
-
-
-def _boot_ticks() -> int:
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS)
+_SETTLED_TICKS: Final = CLOCK_TICKS
+_CHILDREN_FILES: Final = children_listed()
 
 
 @attrs.frozen
@@ -250,28 +200,6 @@ class _Snapshot:
     forks: int | None = None
 
 
-def _read_forks() -> int | None:
-    """How many processes and threads the kernel has started since boot (Linux)."""
-    data = _read(f"{_PROC}/stat", whole=True)
-    if data is None:
-        return None
-    found = data.find(b"\nprocesses ")
-    if found < 0:
-        return None
-    try:
-        return int(data[found + 11 : data.find(b"\n", found + 1)])
-    except ValueError:
-        return None
-
-
-def _read_pid_max() -> int:
-    data = _read(f"{_PROC}/sys/kernel/pid_max")
-    try:
-        return int(data or b"32768")
-    except ValueError:
-        return 32768
-
-
 def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     """Read the process table from ``/proc`` (blocking).
 
@@ -285,9 +213,9 @@ def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     :data:`_SETTLED_TICKS` is read again; the environment of a process whose
     pid did come back is read again too.
     """
-    forks = _read_forks()
-    names = os.listdir(_PROC)
-    after = _read_forks()
+    forks = read_forks()
+    pids = read_pids()
+    after = read_forks()
     trusted = (
         previous is not None
         and previous.forks is not None
@@ -297,22 +225,19 @@ def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     known = previous.rows if previous is not None else {}
     rows: dict[int, _Row] = {}
     me = os.getpid()
-    now = _boot_ticks()
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
+    now = boot_ticks()
+    for pid in pids:
         if pid == me:
             continue
         old = known.get(pid)
         if trusted and old is not None and old.settled:
             rows[pid] = old
             continue
-        stat = _read_stat(pid)
-        if stat is None or stat.state in ("Z", "X"):
+        stat = read_stat(pid)
+        if stat is None or stat.zombie:
             continue  # gone, or a zombie: nothing left to signal
         same = old is not None and old.start == stat.start and old.settled
-        tag = old.tag if same and old is not None else _read_tag(pid)
+        tag = old.tag if same and old is not None else read_environment_variable(pid, FAMILY_VARIABLE)
         rows[pid] = _Row(pid, stat.start, stat.ppid, stat.sid, tag, now - stat.start >= _SETTLED_TICKS)
     return _Snapshot(rows, forks)
 
@@ -352,8 +277,8 @@ def _open(pid: int, start: float) -> psutil.Process | None:
     """
     try:
         process = psutil.Process(pid)
-        if _LINUX:
-            stat = _read_stat(pid)
+        if LINUX:
+            stat = read_stat(pid)
             return process if stat is not None and stat.start == start else None
         return process if process.create_time() == start else None  # pragma: no cover - no /proc
     except psutil.Error:
@@ -382,25 +307,17 @@ def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[_Ro
 def _descendants_linux(pid: int) -> list[tuple[int, int]]:
     """``pid`` and its descendants as ``(pid, start)``, from ``/proc/PID/task/TID/children`` (blocking).
 
-    Costs a few reads per member, whatever the size of the process table. A
-    child is listed under the thread that forked it, so every thread is read.
+    Costs a few reads per member, whatever the size of the process table.
     """
     found: dict[int, int] = {}
     stack = [pid]
     while stack:
         current = stack.pop()
-        stat = _read_stat(current)
+        stat = read_stat(current)
         if stat is None or current in found:
             continue  # gone, or seen through another thread
         found[current] = stat.start
-        try:
-            threads = os.listdir(f"{_PROC}/{current}/task")
-        except OSError:
-            continue  # gone
-        for thread in threads:
-            listed = _read(f"{_PROC}/{current}/task/{thread}/children", whole=True)
-            if listed is not None:  # None: the thread ended
-                stack.extend(int(child) for child in listed.split())
+        stack.extend(read_children(current))
     return list(found.items())
 
 
@@ -412,7 +329,7 @@ class _ProcessTable:
         self._scanning = False
         self._completed = 0
         self._snapshot: _Snapshot | None = None
-        self._pid_max = _read_pid_max() if _LINUX else 0
+        self._pid_max = read_pid_max() if LINUX else 0
         self._inline = False  # whether the last scan was quick
 
     async def rows(self) -> dict[int, _Row]:
@@ -438,13 +355,13 @@ class _ProcessTable:
     def _rows_hold(self) -> bool:
         """Whether the next scan will read only the processes started since the last one."""
         previous = self._snapshot.forks if self._snapshot is not None else None
-        forks = _read_forks()
+        forks = read_forks()
         return previous is not None and forks is not None and forks - previous < self._pid_max // 2
 
     def _scan(self) -> _Snapshot:
         started = time.perf_counter()
-        snapshot = _scan_linux(self._snapshot, self._pid_max) if _LINUX else _Snapshot(_scan_psutil())
-        self._inline = _LINUX and time.perf_counter() - started < _INLINE_SCAN
+        snapshot = _scan_linux(self._snapshot, self._pid_max) if LINUX else _Snapshot(_scan_psutil())
+        self._inline = LINUX and time.perf_counter() - started < _INLINE_SCAN
         return snapshot
 
 

@@ -34,9 +34,10 @@ from typing import Final
 
 import trio
 
+from wave_actors._family.procfs import read_stat
 from wave_actors._transport.proctree import FAMILY_VARIABLE
 from wave_actors._watchdog.families import FamilyRegistry
-from wave_actors._watchdog.linux import read_stat, reap_if_adopted
+from wave_actors._watchdog.linux import reap_if_adopted
 
 __all__ = ["PROGRAM", "Watchdog"]
 

@@ -23,8 +23,8 @@ from typing import Protocol
 
 import attrs
 
+from wave_actors._family.procfs import LINUX, read_stat
 from wave_actors._transport.proctree import Graces
-from wave_actors._watchdog.linux import LINUX, read_stat
 
 __all__ = ["Family", "FamilyRegistry", "Listener", "registry"]
 

@@ -1,35 +1,21 @@
-"""What the host-death defences need from Linux: ``prctl`` and a few lines of ``/proc``.
+"""What the host-death defences need from Linux: ``prctl``, and collecting an adopted child.
 
 Everything here is a no-op or ``None`` elsewhere: the callers check
 :data:`LINUX` and keep today's behaviour on other platforms (R-KILL-7).
-
-The watchdog program (:mod:`.program`) reads ``/proc`` the same way, with its
-own copy of :func:`read_stat`: it runs with the standard library only and
-cannot import this module.
+``/proc`` is read through the library's one reader,
+:mod:`wave_actors._family.procfs`.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import sys
 from collections.abc import Callable
 from typing import Final, cast
 
-import attrs
+from wave_actors._family.procfs import LINUX, read_stat
 
-__all__ = [
-    "LINUX",
-    "PRCTL_AVAILABLE",
-    "ProcessStat",
-    "children",
-    "family_tag_of",
-    "prctl",
-    "read_stat",
-    "reap_if_adopted",
-]
-
-LINUX: Final = sys.platform.startswith("linux")
+__all__ = ["LINUX", "PRCTL_AVAILABLE", "prctl", "reap_if_adopted"]
 
 PR_SET_PDEATHSIG: Final = 1
 PR_SET_CHILD_SUBREAPER: Final = 36
@@ -63,70 +49,6 @@ def prctl(option: int, argument: int = 0, pointer: ctypes.c_int | None = None) -
         return -1
     second = ctypes.addressof(pointer) if pointer is not None else argument
     return int(_PRCTL(option, second, 0, 0, 0))
-
-
-@attrs.frozen
-class ProcessStat:
-    """The fields of ``/proc/<pid>/stat`` that tell a process apart and place it.
-
-    :param state: one letter; ``Z`` for a zombie.
-    :param ppid: its parent.
-    :param sid: its session.
-    :param start: when it started, in clock ticks since boot: with the pid,
-        a process's identity (a pid alone may be reused).
-    """
-
-    state: str
-    ppid: int
-    sid: int
-    start: int
-
-    @property
-    def zombie(self) -> bool:
-        """Whether it has exited and waits for its parent to collect the status."""
-        return self.state in ("Z", "X")
-
-
-def read_stat(pid: int) -> ProcessStat | None:
-    """``/proc/<pid>/stat``, or ``None`` if there is no such process (or no ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        # The command name is in parentheses and may hold anything, parentheses included.
-        fields = data[data.rindex(b")") + 2 :].split()
-        return ProcessStat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def family_tag_of(pid: int, variable: str) -> str | None:
-    """The value of ``variable`` in ``pid``'s environment, if we may read it."""
-    prefix = variable.encode() + b"="
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            environ = handle.read()
-    except OSError:
-        return None
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
-
-
-def children() -> list[int]:
-    """Every child of this process, whichever of its threads is the parent."""
-    found: list[int] = []
-    try:
-        threads = os.listdir("/proc/self/task")
-    except OSError:
-        return found
-    for thread in threads:
-        try:
-            with open(f"/proc/self/task/{thread}/children", "rb") as handle:
-                found.extend(int(pid) for pid in handle.read().split())
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 def reap_if_adopted(pid: int, start: int | None = None) -> bool:

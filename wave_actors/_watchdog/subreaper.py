@@ -29,17 +29,10 @@ from typing import Final
 
 import trio
 
+from wave_actors._family.procfs import read_children, read_environment_variable, read_stat
 from wave_actors._transport.proctree import FAMILY_VARIABLE
 from wave_actors._watchdog.families import FamilyRegistry
-from wave_actors._watchdog.linux import (
-    PR_GET_CHILD_SUBREAPER,
-    PR_SET_CHILD_SUBREAPER,
-    children,
-    family_tag_of,
-    prctl,
-    read_stat,
-    reap_if_adopted,
-)
+from wave_actors._watchdog.linux import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl, reap_if_adopted
 
 __all__ = ["keep_reaping", "reap_adopted"]
 
@@ -99,7 +92,7 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
     families = registry.families()
     roots = {family.root for family in families if family.root is not None}
     tags = {family.tag for family in families}
-    present = set(children())
+    present = set(read_children(os.getpid()))
     for pid in [pid for pid in adopted if pid not in present]:
         del adopted[pid]
     reaped = 0
@@ -111,7 +104,7 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
             if (adopted.get(pid) == stat.start or stat.sid in roots) and reap_if_adopted(pid, stat.start):
                 reaped += 1
             adopted.pop(pid, None)
-        elif pid not in adopted and (stat.sid in roots or family_tag_of(pid, FAMILY_VARIABLE) in tags):
+        elif pid not in adopted and (stat.sid in roots or read_environment_variable(pid, FAMILY_VARIABLE) in tags):
             adopted[pid] = stat.start
     return reaped
 
