@@ -91,7 +91,7 @@ def _host_death_document() -> dict[str, bool]:
 
     Read from the platform without starting anything: ``servers`` itself runs no host.
     """
-    from wave_actors._watchdog.linux import PRCTL_AVAILABLE
+    from wave_actors._family.prctl import PRCTL_AVAILABLE
 
     return {"watchdog": PRCTL_AVAILABLE, "parent_death_signal": PRCTL_AVAILABLE, "subreaper": False}
 

@@ -11,8 +11,9 @@ which suffices:
   ``start_new_session=True``, so every descendant that did not call
   ``setsid`` shares the server's session id, even after re-parenting;
 - on Linux, processes whose environment carries the server's
-  :data:`FAMILY_VARIABLE` tag: a ``setsid`` or double-forked grandchild
-  escapes the first two but still inherits the environment.
+  :data:`~wave_actors._family.tag.FAMILY_VARIABLE` tag: a ``setsid`` or
+  double-forked grandchild escapes the first two but still inherits the
+  environment.
 
 Only the first mark is lost when the server dies, so before any signal (and
 before stdin closes) the server's subtree is walked; on Linux that reads
@@ -45,9 +46,10 @@ all the reclaims that asked while it was pending. A scan that reads only
 newcomers runs in the trio thread while it takes under 2 ms (less than
 waking a worker thread); a whole scan runs in a worker thread.
 
-Callers: the stdio transport (:mod:`.stdio`) tags and reclaims its server;
-:class:`Graces` is part of the public options (``wave_actors.TransportOptions``);
-the demo server (``wave_actors._demo``) reads :data:`FAMILY_VARIABLE`.
+Callers: the stdio transport (:mod:`.stdio`) reclaims its server; the
+process census (``wave_actors.testing``) lists the table with
+:func:`live_processes`. The tag and the graces are the family leaf's
+(:mod:`wave_actors._family`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,6 @@ import os
 import signal
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Final
 
@@ -65,6 +66,7 @@ import attrs
 import psutil
 import trio
 
+from wave_actors._family.graces import Graces
 from wave_actors._family.procfs import (
     CLOCK_TICKS,
     LINUX,
@@ -77,69 +79,17 @@ from wave_actors._family.procfs import (
     read_pids,
     read_stat,
 )
+from wave_actors._family.tag import FAMILY_VARIABLE
 
-__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "live_processes", "reclaim"]
+__all__ = ["live_processes", "reclaim"]
 
 logger = logging.getLogger(__name__)
-
-FAMILY_VARIABLE: Final = "WAVE_ACTORS_FAMILY"
-"""Environment variable that tags every process a stdio server starts."""
 
 _FIRST_POLL_INTERVAL: Final = 0.001
 # A scan of the process table that took less than this runs in the trio thread the next time.
 _INLINE_SCAN: Final = 0.002
 _POLL_INTERVAL: Final = 0.01
 _ROUNDS: Final = 3
-
-
-@attrs.frozen
-class Graces:
-    """How long each reclamation stage waits before escalating (seconds).
-
-    The defaults bound ``destroy_session`` at about 0.5 s for a server that
-    ignores stdin EOF and about 1 s for one that ignores SIGTERM too. Measured
-    on a 2-core Linux machine (python 3.11, node 20), from stdin EOF after
-    ``initialize`` and ``tools/list`` to the exit, quiet machine / loaded by
-    parallel test runs (load average 3 to 9):
-
-    - a stdlib Python server (``wave_actors.testing.fault_server_entry()``):
-      1.1-1.2 ms / p50 1.8-3.4 ms, max 32 ms;
-    - node ``@modelcontextprotocol/server-everything`` (stdio): 12-20 ms once
-      it has run for a second; 164-420 ms when closed 0.2 s after it started,
-      330-490 ms right after ``initialize`` (a start-up timer keeps it alive);
-    - the SDK's own Python server (``reference_server_entry()``): 114-242 ms /
-      p50 310-760 ms, max 1.4 s. It stops serving within a millisecond; the
-      rest is the interpreter tearing down its modules (a garbage collection
-      alone takes ~110 ms).
-
-    and from SIGTERM to the exit, stdin still open: 1-12 ms for all three.
-    So the EOF grace lets a node server that has run for a second, and the
-    SDK's server on a quiet machine, exit by themselves twice over; SIGTERM
-    may cut short node closed right after its start, or the SDK's server on
-    a loaded machine, which loses nothing: they have stopped serving. The
-    TERM grace leaves a server with a SIGTERM handler half a second to clean
-    up. Per server, an entry's ``shutdown`` sets its own (R-KILL-9).
-
-    :param eof: after closing stdin, for the server to exit on its own.
-    :param term: after SIGTERM, before SIGKILL.
-    :param kill: after SIGKILL, for the kernel to finish; only an unkillable
-        process (stuck in uninterruptible I/O) runs this out, and is then
-        reported and abandoned.
-    """
-
-    eof: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    term: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    kill: float = attrs.field(default=2.0, validator=attrs.validators.ge(0))
-
-    @property
-    def total(self) -> float:
-        """The longest reclamation can take, plus a little for scanning."""
-        return self.eof + self.term + self.kill + 1.0
-
-
-def family_tag() -> str:
-    """A fresh value for :data:`FAMILY_VARIABLE`, unique to one spawn."""
-    return uuid.uuid4().hex
 
 
 @attrs.frozen
@@ -460,7 +410,7 @@ async def reclaim(
     found so far is sent SIGKILL before returning: none is left unsignalled.
 
     :param process: the server, a child of this process.
-    :param tag: its :data:`FAMILY_VARIABLE` value.
+    :param tag: its :data:`~wave_actors._family.tag.FAMILY_VARIABLE` value.
     :param graces: how long each stage waits.
     :param close_stdin: closes the server's stdin (the polite stage); ``None``
         skips straight to SIGTERM, as for a dial that was cancelled and has no

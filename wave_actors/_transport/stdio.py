@@ -5,7 +5,7 @@ because reclamation is the point of this library (R-KILL-1, R-KILL-2): the SDK
 kills the process group but not ``setsid`` descendants, waits a fixed 2 s
 after stdin EOF even when the dial was cancelled, and writes stderr to a file
 object instead of a bounded log. Here the family is tagged at spawn
-(:data:`~wave_actors._transport.proctree.FAMILY_VARIABLE`) and reclaimed by
+(:data:`~wave_actors._family.tag.FAMILY_VARIABLE`) and reclaimed by
 :func:`~wave_actors._transport.proctree.reclaim` with configurable graces.
 
 Protocol on stdout, one JSON-RPC message per line; logs on stderr, never parsed
@@ -31,14 +31,15 @@ process family is reclaimed, so a server flushing on its way out is never
 blocked by a full pipe.
 
 If the host itself dies, two more defences hold (R-KILL-7): the server is
-forked with a parent-death signal (:mod:`wave_actors._watchdog.parent_death`
-says why that needs a thread of its own under trio), and the family is
-registered, from before the spawn until after its reclamation, with the
-process's family registry, which tells the host's watchdog.
+spawned with a parent-death signal (:mod:`.spawn` says why that needs a
+thread of its own under trio), and the family is registered, from before the
+spawn until after its reclamation, with the process's family registry
+(:mod:`wave_actors._family.registry`), which tells the host's watchdog.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -54,12 +55,14 @@ import trio
 
 from wave_actors._config import ServerConfig
 from wave_actors._errors import DialError
+from wave_actors._family.graces import Graces
+from wave_actors._family.registry import registry as families
+from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport.answers import malformed_answer, unsendable_request
 from wave_actors._transport.noise import NoiseLog
-from wave_actors._transport.proctree import FAMILY_VARIABLE, Graces, family_tag, reclaim
+from wave_actors._transport.proctree import reclaim
+from wave_actors._transport.spawn import open_server_process
 from wave_actors._transport.stderr import StderrLog
-from wave_actors._watchdog.families import registry as families
-from wave_actors._watchdog.parent_death import open_server_process
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
@@ -582,7 +585,10 @@ async def open_stdio_transport(
     families.begin(tag, graces)
     try:
         process = await open_server_process(
-            [config.command, *config.args], env=_environment(config, tag), cwd=config.cwd
+            [config.command, *config.args],
+            env=_environment(config, tag),
+            cwd=config.cwd,
+            on_spawned=functools.partial(families.started, tag),
         )
     except OSError as exc:
         families.end(tag)

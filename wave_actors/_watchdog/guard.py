@@ -16,10 +16,10 @@ from typing import Final
 import attrs
 import trio
 
+from wave_actors._family.parent_death import parent_death_signal_available
+from wave_actors._family.procfs import LINUX
+from wave_actors._family.registry import registry
 from wave_actors._watchdog.client import Watchdog
-from wave_actors._watchdog.families import registry
-from wave_actors._watchdog.linux import LINUX
-from wave_actors._watchdog.parent_death import parent_death_signal_available
 from wave_actors._watchdog.subreaper import keep_reaping
 
 __all__ = ["OrphanGuard", "OrphanProtection", "open_orphan_guard"]

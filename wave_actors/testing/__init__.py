@@ -39,7 +39,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final, Literal, cast
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE as _FAMILY_VARIABLE
+from wave_actors._family.tag import FAMILY_VARIABLE as _FAMILY_VARIABLE
 from wave_actors.testing._census import (
     describe as describe,
     is_alive as is_alive,
