@@ -20,7 +20,7 @@ from wave_actors import Graces
 from wave_actors._family.procfs import read_forks, read_pid_max, read_stat
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport import proctree
-from wave_actors._transport.proctree import reclaim
+from wave_actors._transport.reclamation import reclaim
 from wave_actors.testing import is_alive, kill_processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")

@@ -2,7 +2,7 @@
 
 Part of the public options (``wave_actors.Graces``, in
 ``wave_actors.TransportOptions``); the stdio transport's reclamation
-(:func:`wave_actors._transport.proctree.reclaim`) runs its stages, and the family
+(:mod:`wave_actors._transport.reclamation`) runs its stages, and the family
 registry (:mod:`.registry`) hands them to the watchdog, which caps them.
 """
 

@@ -6,7 +6,7 @@ kills the process group but not ``setsid`` descendants, waits a fixed 2 s
 after stdin EOF even when the dial was cancelled, and writes stderr to a file
 object instead of a bounded log. Here the family is tagged at spawn
 (:data:`~wave_actors._family.tag.FAMILY_VARIABLE`) and reclaimed by
-:func:`~wave_actors._transport.proctree.reclaim` with configurable graces.
+:func:`~wave_actors._transport.reclamation.reclaim` with configurable graces.
 
 Protocol on stdout, one JSON-RPC message per line; logs on stderr, never parsed
 (R-CFG-9). The only caller is :func:`~wave_actors._transport.dial.open_connection`.
@@ -60,7 +60,7 @@ from wave_actors._family.registry import registry as families
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport.answers import malformed_answer, unsendable_request
 from wave_actors._transport.noise import NoiseLog
-from wave_actors._transport.proctree import reclaim
+from wave_actors._transport.reclamation import reclaim
 from wave_actors._transport.spawn import open_server_process
 from wave_actors._transport.stderr import StderrLog
 

@@ -34,7 +34,7 @@ watchdog to host
 - ``ready PID START``: sent once detached, naming the watchdog itself.
 
 At end of file without ``release``, the host is gone: every family still
-registered is reclaimed with the stages of :mod:`wave_actors._transport.proctree`
+registered is reclaimed with the stages of :mod:`wave_actors._transport.reclamation`
 -- found by tag, by session and by descendance, snapshotted before any
 signal; the servers already have end of file on stdin (the host's end of
 their pipes died with it), so the roots get their EOF grace, then every

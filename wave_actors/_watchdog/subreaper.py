@@ -11,7 +11,7 @@ waits for itself, nor a server that trio waits for. So only *adopted family
 members* are reaped: children of ours that are not a server (a family's root)
 and that either carry the tag of a live family (read while they are alive:
 a zombie's environment is gone) or belong to a server's session.
-:func:`~wave_actors._transport.proctree.reclaim` collects the members it
+:func:`~wave_actors._transport.reclamation.reclaim` collects the members it
 killed; :func:`keep_reaping` collects those that exit by themselves, once a
 second. The watchdog's client collects a watchdog re-parented to the host
 the same way (:func:`reap_if_adopted`).
