@@ -20,7 +20,7 @@ from session_support import connected_session
 from transport_support import FAST, config_for
 
 from wave_actors import DialError, ServerState, ServerUnavailable
-from wave_actors._transport import TransportOptions, open_connection, stdio as stdio_module
+from wave_actors._transport import TransportOptions, open_connection, stdout as stdout_module
 from wave_actors.testing import count_tasks, fault_server_entry
 
 
@@ -31,10 +31,10 @@ def entry(**flags: Any) -> dict[str, Any]:
 @pytest.fixture(params=["epoll", "helper tasks"])
 def pipes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Both ways of watching a server's pipes and exit: one epoll (Linux), or helper tasks."""
-    if request.param == "epoll" and not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+    if request.param == "epoll" and not stdout_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
         pytest.skip("no epoll or pidfd here")
     if request.param == "helper tasks":
-        monkeypatch.setattr(stdio_module, "_MULTIPLEXED", False)
+        monkeypatch.setattr(stdout_module, "_MULTIPLEXED", False)
     yield request.param
 
 
@@ -113,7 +113,7 @@ async def test_a_sender_cancelled_mid_message_leaves_the_stream_whole(pipes: str
 async def test_a_connected_stdio_server_costs_at_most_three_tasks(tmp_path: Path) -> None:
     # Structure, not speed: the actor's mailbox loop (which holds the supervisor),
     # the transport child, and the SDK's receive loop (which reads the pipes itself).
-    if not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+    if not stdout_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
         pytest.skip("without epoll, stderr and the exit take a task each")
     servers = {f"s{index}": fault_server_entry() for index in range(6)}
     async with connected_session(tmp_path, {"first": fault_server_entry()}) as session:

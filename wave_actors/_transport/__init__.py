@@ -3,11 +3,11 @@
 :mod:`.dial` opens connections (over :mod:`.stdio` or :mod:`.remote`),
 :mod:`.connection` carries their requests, :mod:`.failures` is the one place
 where failures from below become our errors. For stdio, :mod:`.spawn` starts
-the server and :mod:`.reclamation` reclaims its process family, which
-:mod:`.proctree` finds; what a family is
-(its tag, its graces, ``/proc``) is the leaf this package and the watchdog
-both stand on, :mod:`wave_actors._family`. Callers: the server actor
-(``wave_actors._actor``) and the options (``wave_actors._options``).
+the server, :mod:`.framing` cuts its stdout into messages, and
+:mod:`.reclamation` reclaims its process family, which :mod:`.proctree` finds;
+what a family is (its tag, its graces, ``/proc``) is the leaf both this
+package and the watchdog stand on, :mod:`wave_actors._family`. Callers: the
+server actor (``wave_actors._actor``) and the options (``wave_actors._options``).
 """
 
 from wave_actors._family.graces import Graces as Graces
