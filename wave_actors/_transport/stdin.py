@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from types import TracebackType
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import trio
@@ -35,7 +34,7 @@ logger = logging.getLogger(__name__)
 _WRITE_BACKLOG: Final = 256 * 1024
 
 
-class StdinWriter:
+class StdinWriter(trio.abc.AsyncResource):
     """The SDK's write stream: each message written whole, in the sender's task when the pipe has room.
 
     :param output: where answers the transport makes go, and where a broken
@@ -139,11 +138,3 @@ class StdinWriter:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()

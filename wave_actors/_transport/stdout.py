@@ -25,7 +25,6 @@ import math
 import os
 import select
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
@@ -64,7 +63,7 @@ def fd_of(stream: object) -> int | None:
     return stream.fileno() if isinstance(stream, trio.lowlevel.FdStream) else None
 
 
-class ServerOutput:
+class ServerOutput(trio.abc.AsyncResource):
     """The server's stdout as the SDK's read stream, with its stderr and its exit watched alongside.
 
     Reads happen in the task that calls :meth:`receive`. A loss (stdout
@@ -167,14 +166,6 @@ class ServerOutput:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # Waiting and reading.
 
