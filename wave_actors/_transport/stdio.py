@@ -53,6 +53,7 @@ from wave_actors._errors import DialError
 from wave_actors._family.graces import Graces
 from wave_actors._family.registry import registry as families
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
+from wave_actors._transport.failures import spawn_error
 from wave_actors._transport.reclamation import reclaim
 from wave_actors._transport.spawn import open_server_process
 from wave_actors._transport.stderr import StderrLog
@@ -128,7 +129,7 @@ async def open_stdio_transport(
         )
     except OSError as exc:
         families.end(tag)
-        raise DialError(f"server {config.name!r}: cannot start {config.command!r}: {exc.strerror or exc}") from exc
+        raise spawn_error(exc, server=config.name, command=config.command) from exc
     except BaseException:
         families.end(tag)
         raise
