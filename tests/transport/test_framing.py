@@ -60,6 +60,27 @@ def test_an_unfinished_line_held_past_the_bound_is_dropped_and_nothing_follows()
     assert framer.feed(b'\n{"late": true}\n') == []
 
 
+def test_a_line_as_long_as_the_bound_passes() -> None:
+    framer = LineFramer(4)
+    assert framer.feed(b"1234\n12") == [b"1234"]
+    assert framer.feed(b"34\n") == [b"1234"]
+    assert not framer.overflowed
+
+
+def test_a_line_longer_than_the_bound_stops_the_framer_even_when_it_arrives_in_one_chunk() -> None:
+    framer = LineFramer(4)
+    assert framer.feed(b"{}\n12345\n{}\n") == [b"{}"]
+    assert framer.overflowed
+    assert framer.feed(b"{}\n") == []
+
+
+def test_a_line_finished_in_a_later_chunk_is_measured_whole() -> None:
+    framer = LineFramer(4)
+    assert framer.feed(b"123") == []
+    assert framer.feed(b"45\n{}\n") == []
+    assert framer.overflowed
+
+
 def test_the_lines_before_an_overflowing_tail_are_still_given() -> None:
     framer = LineFramer(4)
     assert framer.feed(b"{}\n[]\n0123456789") == [b"{}", b"[]"]

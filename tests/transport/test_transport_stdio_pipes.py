@@ -80,6 +80,16 @@ async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> 
             assert "code 9" in await connection.wait_lost()
 
 
+async def test_a_line_longer_than_the_message_limit_ends_the_connection(pipes: str) -> None:
+    # Even one that arrives within one read of the pipe: the limit is on the line, not on what is held.
+    options = TransportOptions(graces=FAST.graces, max_message_bytes=20_000)
+    async with open_connection(config_for(entry(huge_response=30_000)), options=options) as connection:
+        with pytest.raises(ServerUnavailable):
+            await connection.call_tool("echo", {"text": "x"}, timeout=10)
+        with trio.fail_after(5):
+            assert "protocol line longer than 20000 bytes" in await connection.wait_lost()
+
+
 async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
     options = TransportOptions(graces=FAST.graces, stderr_lines=20)
     with trio.fail_after(20):
