@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+from process_support import tools_called
 from session_support import connected_session, idle_session
 
 from wave_actors import (
@@ -32,10 +33,6 @@ from wave_actors.testing import fault_server_entry
 
 def text_of(result: Any) -> str:
     return result.content[0].text
-
-
-def received(log: Path) -> list[str]:
-    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def files_entry(**options: Any) -> dict[str, object]:
@@ -169,7 +166,7 @@ async def test_every_gateway_mistake_is_a_result_and_sends_nothing(tmp_path: Pat
     assert 'Servers: "files"' in text_of(answers["unknown server"])
     assert '"echo"' in text_of(answers["unknown tool"]) and '"sleep"' in text_of(answers["unknown tool"])
     assert 'unexpected "text"' in text_of(answers["flattened"])
-    assert received(log) == []  # nothing reached the server
+    assert tools_called(log) == []  # nothing reached the server
 
 
 async def test_an_empty_list_after_a_failed_sync_is_told_apart_from_a_missing_tool(tmp_path: Path) -> None:
@@ -208,7 +205,7 @@ async def test_describe_answers_from_the_snapshot_without_any_io(tmp_path: Path)
     assert document["server"] == "files" and document["tool"] == "pid"
     assert document["readOnly"] is True and document["guidance"] == "Call it once per turn."
     assert document["inputSchema"]["type"] == "object" and described.structured_content == document
-    assert received(log) == []
+    assert tools_called(log) == []
 
 
 async def test_describe_gives_the_sanitized_schema_full_mode_would_declare(tmp_path: Path) -> None:
@@ -230,7 +227,7 @@ async def test_a_gateway_call_past_its_deadline_times_out_and_is_not_replayed(tm
         assert trio.current_time() - started < 2.0
         assert session.server("files").state is ServerState.CONNECTED
         await call(session, "mcp_call", {"server": "files", "tool": "echo", "arguments": {"text": "after"}})
-    assert received(log) == ["sleep", "echo"]
+    assert tools_called(log) == ["sleep", "echo"]
 
 
 async def test_a_crash_mid_gateway_call_fails_it_and_it_is_not_replayed(tmp_path: Path) -> None:
@@ -245,7 +242,7 @@ async def test_a_crash_mid_gateway_call_fails_it_and_it_is_not_replayed(tmp_path
                 lambda s: s.server("files").state is ServerState.CONNECTED and s.server("files").generation > before
             )
         await call(session, "mcp_call", {"server": "files", "tool": "echo", "arguments": {"text": "back"}})
-    assert received(log) == ["crash", "echo"]
+    assert tools_called(log) == ["crash", "echo"]
 
 
 async def test_search_finds_tools_of_the_session(tmp_path: Path) -> None:

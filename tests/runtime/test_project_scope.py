@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from polling import poll_until
 from runtime_support import failing_after_marker_entry, server_processes
 
 from wave_actors import (
@@ -148,9 +149,12 @@ async def test_the_idle_timer_closes_the_process_and_the_next_session_dials_afre
         (pid,) = pids("idle-real")
         await host.destroy_session(session.id)
         assert pids("idle-real") == {pid}  # ending the session did not close it
-        with trio.fail_after(LIMIT):  # the timer fires, the server is forgotten, then its process is reclaimed
-            while host.project_servers(tmp_path) or pids("idle-real"):
-                await trio.sleep(0.02)
+        # The timer fires, the server is forgotten, then its process is reclaimed.
+        await poll_until(
+            lambda: not host.project_servers(tmp_path) and not pids("idle-real"),
+            limit=LIMIT,
+            what="the idle server forgotten and its process gone",
+        )
         again = await host.create_session(tmp_path, {"s": entry}, ownership="project")
         assert again.server("s").state is ServerState.DISCONNECTED  # forgotten: dialed lazily again
         await again.prepare_turn()

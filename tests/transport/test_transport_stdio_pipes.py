@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import trio
+from presets import FAST_TRANSPORT
 from session_support import connected_session
-from transport_support import FAST, config_for
+from transport_support import config_for
 
 from wave_actors import DialError, ServerState, ServerUnavailable
 from wave_actors._transport import TransportOptions, open_connection, stdout as stdout_module
@@ -39,7 +40,7 @@ def pipes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
 
 
 async def test_calls_concurrent_and_sequential(pipes: str) -> None:
-    async with open_connection(config_for(entry()), options=FAST) as connection:
+    async with open_connection(config_for(entry()), options=FAST_TRANSPORT) as connection:
         for index in range(20):
             result = await connection.call_tool("echo", {"text": f"call {index}"}, timeout=5)
             assert result.content[0].text == f"call {index}"  # type: ignore[union-attr]
@@ -57,14 +58,14 @@ async def test_calls_concurrent_and_sequential(pipes: str) -> None:
 
 async def test_exit_on_start_reports_code_and_stderr(pipes: str) -> None:
     with pytest.raises(DialError) as caught, trio.fail_after(10):
-        async with open_connection(config_for(entry(exit_on_start=7)), options=FAST):
+        async with open_connection(config_for(entry(exit_on_start=7)), options=FAST_TRANSPORT):
             pass
     assert "code 7" in str(caught.value)
     assert "stderr" in str(caught.value)
 
 
 async def test_crash_is_reported_with_its_code(pipes: str) -> None:
-    async with open_connection(config_for(entry()), options=FAST) as connection:
+    async with open_connection(config_for(entry()), options=FAST_TRANSPORT) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 5}, timeout=5)
         with trio.fail_after(2):
@@ -73,7 +74,7 @@ async def test_crash_is_reported_with_its_code(pipes: str) -> None:
 
 async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> None:
     config = config_for(entry(grandchild=True, grandchild_inherit_stdio=True))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 9}, timeout=5)
         with trio.fail_after(3):
@@ -82,7 +83,7 @@ async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> 
 
 async def test_a_line_longer_than_the_message_limit_ends_the_connection(pipes: str) -> None:
     # Even one that arrives within one read of the pipe: the limit is on the line, not on what is held.
-    options = TransportOptions(graces=FAST.graces, max_message_bytes=20_000)
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, max_message_bytes=20_000)
     async with open_connection(config_for(entry(huge_response=30_000)), options=options) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("echo", {"text": "x"}, timeout=10)
@@ -91,7 +92,7 @@ async def test_a_line_longer_than_the_message_limit_ends_the_connection(pipes: s
 
 
 async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
-    options = TransportOptions(graces=FAST.graces, stderr_lines=20)
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, stderr_lines=20)
     with trio.fail_after(20):
         async with open_connection(config_for(entry(stderr_flood=2_000_000)), options=options) as connection:
             result = await connection.call_tool("echo", {"text": "ok"}, timeout=10)
@@ -101,7 +102,7 @@ async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
 
 
 async def test_a_large_answer_and_a_large_argument_arrive_whole(pipes: str) -> None:
-    async with open_connection(config_for(entry(huge_response=2_000_000)), options=FAST) as connection:
+    async with open_connection(config_for(entry(huge_response=2_000_000)), options=FAST_TRANSPORT) as connection:
         result = await connection.call_tool("echo", {"text": "x" * 3_000_000}, timeout=20)
         assert len(result.content[0].text) == 2_000_000  # type: ignore[union-attr]
 
@@ -110,7 +111,7 @@ async def test_a_sender_cancelled_mid_message_leaves_the_stream_whole(pipes: str
     # A message larger than the pipe is finished by the transport, so a cancelled
     # sender never leaves half a line that would garble the next message.
     log = tmp_path / "calls.jsonl"
-    async with open_connection(config_for(entry(call_log=log)), options=FAST) as connection:
+    async with open_connection(config_for(entry(call_log=log)), options=FAST_TRANSPORT) as connection:
         for size in (1_000_000, 4_000_000):
             with trio.move_on_after(0.001):
                 await connection.call_tool("echo", {"text": "y" * size}, timeout=20)
