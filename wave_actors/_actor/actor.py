@@ -1,4 +1,4 @@
-"""ServerActor: one configured server in one session, its mailbox and its transport.
+"""ServerActor: one configured server of a session or a project, its mailbox and its transport.
 
 The actor owns the only mutable state about its server. Commands
 (connect, disconnect, retire, reload) and events (from the transport task and
