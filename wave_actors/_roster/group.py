@@ -59,7 +59,7 @@ class ActorGroup:
         "_options",
         "_removed",
         "_retiring",
-        "_workdir",
+        "_workdir_path",
         "tool_cache",
     )
 
@@ -73,7 +73,9 @@ class ActorGroup:
         cache_file: Path,
         on_change: Callable[[Collection[str]], None],
     ) -> None:
-        self._workdir = workdir
+        self._workdir_path = Path(
+            workdir
+        )  # one for every actor: an idle session's servers are a few hundred bytes each
         self._nursery = nursery
         self._options = options
         self._on_change = on_change
@@ -132,29 +134,36 @@ class ActorGroup:
         finish within their timeout, then the transport closes); changed ones
         reload in place and are re-dialed if they ran; kept ones take their
         new settings; added ones are registered ``disconnected``, once any old
-        connection under their name is gone.
+        connection under their name is gone. A wanted server withdrawn while
+        this waited (a project's idle timer fired) is registered again.
 
         Cancelled half-way, what was withdrawn stays withdrawn: a retired actor
         never serves again, and its name is free for the next configuration.
         """
+        for name in plan.kept:
+            self._actors[name].update_settings(wanted[name])  # before the first checkpoint: the plan holds
         async with trio.open_nursery() as nursery:
             for name in plan.removed:
                 nursery.start_soon(self.retire, name)
             for name in plan.changed:
                 nursery.start_soon(self._actors[name].reload, wanted[name])
-        await self.wait_retired(plan.added)
-        self._register(plan, wanted)
+        # What is wanted and missing now: the added names, and any a project's idle timer withdrew meanwhile.
+        await self.wait_retired(wanted)
+        self._register_missing(wanted)
 
     def _register(self, plan: ReconfigurePlan, wanted: Mapping[str, ServerConfig]) -> None:
         for name in plan.kept:
             self._actors[name].update_settings(wanted[name])
-        added = [name for name in plan.added if name not in self._actors]
+        self._register_missing({name: wanted[name] for name in plan.added})
+
+    def _register_missing(self, wanted: Mapping[str, ServerConfig]) -> None:
+        added = [name for name in wanted if name not in self._actors]
         for name in added:
             self._removed.pop(name, None)
             config = wanted[name]
             self._actors[name] = ServerActor(
                 config,
-                workdir=Path(self._workdir),
+                workdir=self._workdir_path,
                 options=self._options,
                 nursery=self._nursery,
                 on_change=self._on_actor_change,
