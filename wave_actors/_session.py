@@ -385,7 +385,8 @@ class Session(metaclass=NoPublicConstructor):
         markers in ``history`` are the only memory of what was announced
         (R-INS-3); the system prompt is never involved (R-INS-5).
 
-        :param history: the conversation so far, oldest first; only each item's ``meta`` is read.
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
+            and in it only a marker the library made (R-INS-6): a tool result's ``_meta`` never counts.
         :param denied: the host's permission rules on model-visible tool names,
             a predicate or :mod:`fnmatch` patterns (R-INS-4).
         :param wording: the message templates.

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 from hypothesis import given, settings, strategies as st
-from instruction_support import snapshot
+from instruction_support import reloaded, snapshot
 
 from wave_actors import (
     INSTRUCTIONS_LIMIT,
@@ -27,6 +27,7 @@ from wave_actors import (
     Source,
     ToolInfo,
     instruction_updates,
+    restore_instruction_meta,
 )
 
 NAMES = ("alpha", "beta", "gamma")
@@ -166,7 +167,7 @@ class Run:
                 assert world.available and (world.instructions or "").strip(), name
         # Nothing changed since: nothing to say, and a stored-and-reloaded history says the same.
         assert instruction_updates(self.history, current, denied=self.denied) == []
-        assert instruction_updates(json.loads(json.dumps(self.history)), current, denied=self.denied) == []
+        assert instruction_updates(reloaded(self.history), current, denied=self.denied) == []
 
     def check(self, message: InstructionMessage, last_before: Entry | None) -> None:
         world = self.worlds[message.server]
@@ -239,4 +240,6 @@ def test_any_text_is_announced_verbatim_up_to_the_limit_and_marked_beyond(text: 
     else:
         assert message.text.endswith(f"\n{text}\n</mcp-server-instructions>")
     assert instruction_updates([message], current) == []
-    assert instruction_updates([{"meta": json.loads(json.dumps(message.meta))}], current) == []
+    assert (
+        instruction_updates([{"meta": restore_instruction_meta(json.loads(json.dumps(message.meta)))}], current) == []
+    )
