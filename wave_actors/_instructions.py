@@ -6,7 +6,7 @@ once per turn, which meta messages a host appends to its conversation before
 the next model call:
 
 * an **announcement** for each server that is available, has instructions,
-  and whose current text the history does not hold: the text verbatim
+  and whose current text the history does not hold: the text as sent
   (newlines kept, cut to :data:`INSTRUCTIONS_LIMIT` characters with a visible
   truncation mark), the server named, framed as external content from that
   server rather than as the host's own instructions;
@@ -24,7 +24,13 @@ appended at the end of the conversation: the system prompt is never touched
 (R-INS-5), so a server connecting mid-conversation does not invalidate a
 cached prompt prefix, and history is never rewritten.
 
-A marker counts only if the library made it (R-INS-6): markers are
+Nothing a server sends can forge this structure (R-INS-7). Its name is a
+JSON string in every message, with line breaks, invisible characters and
+angle brackets escaped; its text is shown with every control and invisible
+format character written as an escape (``\u2028``, ``\U000e0041``), newlines
+and tabs kept, and every ``<`` that would open or close a tag of the frame
+written ``&lt;``, so the frame has exactly one opening and one closing tag.
+And a marker counts only if the library made it (R-INS-6): markers are
 objects of a private ``dict`` type that a server's result, decoded from JSON,
 can never hold, so a ``CallToolResult`` whose ``_meta`` spells a marker, kept
 in the history, is ignored. A host that stores its history as JSON hands the
@@ -39,14 +45,16 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import hashlib
-import json
+import re
 import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, cast, final
 
 import attrs
 
+from wave_actors._escaping import quoted, visible
 from wave_actors._status import ServerStatus, SessionSnapshot, is_live
 
 __all__ = [
@@ -148,13 +156,18 @@ class InstructionWording:
     """The text of the messages, as :meth:`str.format` templates; the default is English.
 
     Placeholders: ``{server}`` is the server's name as a JSON string literal,
-    quotes included (``"docs"``), with ``<`` and ``>`` escaped too
-    (``\\u003c``, ``\\u003e``), so that no name can break the framing;
-    ``{instructions}`` the server's text, verbatim, cut to
-    :data:`INSTRUCTIONS_LIMIT` characters; ``{truncation}`` the rendered
-    :attr:`truncated` mark, or nothing when the text was not cut; ``{length}``
-    and ``{limit}`` the text's length and the limit. Values are substituted,
-    never parsed as templates, so braces in a server's text are safe.
+    quotes included (``"docs"``), with every line break, control and invisible
+    character and ``<``, ``>`` escaped (``\\u2028``, ``\\u003c``), so that no
+    name can break a line or the framing; ``{instructions}`` the server's text
+    cut to :data:`INSTRUCTIONS_LIMIT` characters, newlines (``\\n`` and
+    ``\\r\\n``) and tabs kept, every other control or invisible character
+    written as a Python escape (``\\x1b``, ``\\u2028``, ``\\U000e0041``),
+    and every ``<`` that would open or close a tag this template uses around
+    ``{instructions}`` (any case, spaces allowed) written ``&lt;``;
+    ``{truncation}`` the rendered :attr:`truncated` mark, or nothing when the
+    text was not cut; ``{length}`` and ``{limit}`` the text's length and the
+    limit. Values are substituted, never parsed as templates, so braces in a
+    server's text are safe (R-INS-7).
 
     :param announce: a server's first announcement; needs ``{server}``,
         ``{instructions}`` and ``{truncation}``.
@@ -400,21 +413,31 @@ def _announced(history: Iterable[object]) -> dict[str, str]:
     return announced
 
 
-def _quoted(name: str) -> str:
-    # A JSON string keeps quotes and newlines inside the name; escaping angle brackets too
-    # (still valid JSON) keeps a name from spelling the frame's closing tag.
-    return json.dumps(name, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def _notice(kind: InstructionKind, name: str, template: str) -> InstructionMessage:
-    return InstructionMessage(kind=kind, server=name, text=template.format(server=_quoted(name)))
+    return InstructionMessage(kind=kind, server=name, text=template.format(server=quoted(name)))
+
+
+@functools.lru_cache(maxsize=16)
+def _frame_tag(template: str) -> re.Pattern[str] | None:
+    """What in a server's text would open or close a tag of ``template``: a ``<`` before one of its tag names."""
+    names = sorted(set(re.findall(r"<\s*/?\s*([A-Za-z][\w.:-]*)", template)))
+    if not names:
+        return None
+    return re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + "))", re.IGNORECASE)
+
+
+def _framed(text: str, template: str) -> str:
+    """``text`` as it may stand inside ``template``'s frame: no control, no invisible character, no tag of the frame."""
+    shown = "\r\n".join(visible(part, keep="\n\t") for part in text.split("\r\n"))
+    tag = _frame_tag(template)
+    return shown if tag is None else tag.sub("&lt;", shown)
 
 
 def _announcement(name: str, text: str, digest: str, template: str, truncated_template: str) -> InstructionMessage:
     truncated = len(text) > INSTRUCTIONS_LIMIT
     shown = text[:INSTRUCTIONS_LIMIT] if truncated else text
     mark = truncated_template.format(length=len(text), limit=INSTRUCTIONS_LIMIT) if truncated else ""
-    rendered = template.format(server=_quoted(name), instructions=shown, truncation=mark)
+    rendered = template.format(server=quoted(name), instructions=_framed(shown, template), truncation=mark)
     return InstructionMessage(
         kind=InstructionKind.ANNOUNCE, server=name, text=rendered, sha256=digest, truncated=truncated
     )

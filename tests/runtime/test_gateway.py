@@ -179,6 +179,19 @@ async def test_an_empty_list_after_a_failed_sync_is_told_apart_from_a_missing_to
     assert "exited with code 3" in text_of(answer) and "has no tool" not in text_of(answer)
 
 
+async def test_a_failed_servers_stderr_stays_in_its_status_and_never_reaches_the_model(tmp_path: Path) -> None:
+    # R-WS-5: the fault server says "exiting on start ..." on stderr; the host and the CLI see it, the model does not.
+    async with connected_session(tmp_path, {"broken": fault_server_entry(exit_on_start=3)}) as session:
+        error = session.server("broken").error
+        section = session.working_set().render()
+        answer = await call(session, "mcp_call", {"server": "broken", "tool": "echo"})
+        described = await call(session, "mcp_describe", {"server": "broken", "tool": "echo"})
+    assert error is not None and "stderr" in error and "exiting on start with code 3" in error
+    assert "### broken (unavailable: connect failed: process exited with code 3)\n" in section
+    for model_text in (section, text_of(answer), text_of(described)):
+        assert "exiting on start" not in model_text and "stderr" not in model_text
+
+
 async def test_a_disconnected_server_says_it_is_disconnected(tmp_path: Path) -> None:
     async with connected_session(tmp_path, {"files": files_entry()}) as session:
         await session.disconnect("files")
