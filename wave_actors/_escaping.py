@@ -3,8 +3,8 @@
 A server chooses its name, its tools' names, their descriptions and its
 instructions; a model chooses the arguments it passes. All of it is data, and
 this module is where data is escaped before it becomes part of a line, a
-heading, a marker or a tag of ours: the working-set section (R-WS-5) and the
-instruction announcements (R-INS-7).
+heading, a marker or a tag of ours: the working-set section and the gateway's
+answers (R-WS-5), and the instruction announcements (R-INS-7).
 
 The characters that can forge structure, or hide text, are the ones
 :meth:`str.isprintable` refuses: controls (``ESC``, ``BEL``, ``\\r``, ``\\x85``
@@ -24,7 +24,9 @@ spaces other than U+0020. The ways to show them:
   name back and no name can spell a line break or a tag;
   :func:`shown_name` leaves a name of word characters, ``.`` and ``-`` bare
   and quotes every other, so a name can never equal or contain a marker of
-  ours such as `` [read-only]``.
+  ours such as `` [read-only]``;
+* :func:`echoed` and :func:`bounded` quote a model's input back in an
+  answer, cut to a bound with the length said (R-WS-6).
 
 Nothing here does I/O; the module imports nothing of the package.
 """
@@ -36,12 +38,15 @@ import re
 import unicodedata
 from typing import Final
 
-__all__ = ["one_line", "quoted", "shown_name", "visible"]
+__all__ = ["ECHO_LIMIT", "bounded", "echoed", "one_line", "quoted", "shown_name", "visible"]
 
 _BARE_NAME: Final = re.compile(r"[\w.-]+")
 """A name shown without quotes: word characters of any script, digits, ``_``, ``.`` and ``-``."""
 
 _ANGLE_BRACKETS: Final = frozenset("<>")
+
+ECHO_LIMIT: Final = 120
+"""The most characters of a model's input an answer quotes back (R-WS-6)."""
 
 
 def _python_escape(char: str) -> str:
@@ -126,3 +131,26 @@ def shown_name(name: str) -> str:
     :param name: a server's or a tool's name.
     """
     return name if _BARE_NAME.fullmatch(name) else quoted(name)
+
+
+def echoed(text: str, limit: int = ECHO_LIMIT) -> str:
+    """A model's input quoted back in an answer: :func:`quoted`, cut to ``limit`` characters with the length said.
+
+    :param text: what the model sent (a name, a key).
+    :param limit: the most characters of ``text`` shown.
+    """
+    if len(text) <= limit:
+        return quoted(text)
+    return f"{quoted(text[:limit])}… ({len(text)} characters, the first {limit} shown)"
+
+
+def bounded(text: str, limit: int) -> str:
+    """Prose that may quote a model's input, as :func:`one_line` cut to ``limit`` with the length said.
+
+    :param text: a message that may hold what the model sent.
+    :param limit: the most characters kept before the note on the length.
+    """
+    line = one_line(text)
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}… ({len(line)} characters, the first {limit} shown)"

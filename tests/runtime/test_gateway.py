@@ -192,6 +192,30 @@ async def test_a_failed_servers_stderr_stays_in_its_status_and_never_reaches_the
         assert "exiting on start" not in model_text and "stderr" not in model_text
 
 
+async def test_no_model_input_escapes_call_tool_as_an_exception(tmp_path: Path) -> None:
+    # R-WS-6: JSON text too deep for the decoder, at any level, and names of any size are answered.
+    deep = "[" * 100_000
+    inputs: list[tuple[str, object]] = [
+        ("mcp_call", deep),
+        ("mcp_describe", deep),
+        ("mcp_call", '{"a": ' * 100_000),
+        ("mcp_call", {"server": "files", "tool": "echo", "arguments": deep}),
+        ("mcp_call", json.dumps({"server": "files", "tool": "echo"})[:-1] + ', "arguments": ' + deep + "}"),
+        ("mcp_describe", {"server": "x" * 10_485_760, "tool": "echo"}),
+        ("mcp_call", {"server": "files", "tool": "y" * 10_485_760}),
+    ]
+    async with connected_session(tmp_path, {"files": files_entry()}) as session:
+        answers = [await call(session, gateway, arguments) for gateway, arguments in inputs]
+        decisions = [
+            approval_decision(gateway, arguments, ApprovalLevel.READ_ONLY, session.snapshot())  # type: ignore[arg-type]
+            for gateway, arguments in inputs
+        ]
+    for answer in answers:
+        assert answer.is_error and text_of(answer).endswith("Nothing was sent.") and len(text_of(answer)) < 1000
+    assert [decision.tool_name for decision in decisions[:3]] == ["mcp_call", "mcp_describe", "mcp_call"]
+    assert decisions[0].needs_approval and decisions[2].needs_approval  # unreadable: never a bypass (R-APR-2)
+
+
 async def test_a_disconnected_server_says_it_is_disconnected(tmp_path: Path) -> None:
     async with connected_session(tmp_path, {"files": files_entry()}) as session:
         await session.disconnect("files")
