@@ -4,7 +4,8 @@ A server chooses its name, its tools' names, their descriptions and its
 instructions; a model chooses the arguments it passes. All of it is data, and
 this module is where data is escaped before it becomes part of a line, a
 heading, a marker or a tag of ours: the working-set section and the gateway's
-answers (R-WS-5), and the instruction announcements (R-INS-7).
+answers (R-WS-5), the instruction announcements (R-INS-7) and the command's
+human output (R-CLI).
 
 The characters that can forge structure, or hide text, are the ones
 :meth:`str.isprintable` refuses: controls (``ESC``, ``BEL``, ``\\r``, ``\\x85``
@@ -26,7 +27,8 @@ spaces other than U+0020. The ways to show them:
   and quotes every other, so a name can never equal or contain a marker of
   ours such as `` [read-only]``;
 * :func:`echoed` and :func:`bounded` quote a model's input back in an
-  answer, cut to a bound with the length said (R-WS-6).
+  answer, cut to a bound with the length said (R-WS-6);
+* :func:`json_visible` escapes them in JSON text written for a terminal.
 
 Nothing here does I/O; the module imports nothing of the package.
 """
@@ -38,7 +40,7 @@ import re
 import unicodedata
 from typing import Final
 
-__all__ = ["ECHO_LIMIT", "bounded", "echoed", "one_line", "quoted", "shown_name", "visible"]
+__all__ = ["ECHO_LIMIT", "bounded", "echoed", "json_visible", "one_line", "quoted", "shown_name", "visible"]
 
 _BARE_NAME: Final = re.compile(r"[\w.-]+")
 """A name shown without quotes: word characters of any script, digits, ``_``, ``.`` and ``-``."""
@@ -119,6 +121,22 @@ def quoted(text: str) -> str:
         char if char.isprintable() and char not in _ANGLE_BRACKETS else _json_escape(char) for char in body
     )
     return f'"{escaped}"'
+
+
+def json_visible(text: str) -> str:
+    """JSON text, as :func:`json.dumps` writes it, with every character :meth:`str.isprintable` refuses escaped.
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes only C0 controls: DEL, the
+    C1 controls, bidirectional overrides and the other invisible characters
+    stay raw. Outside strings it writes only spaces and newlines, which are
+    kept; every other such character is inside a string, where a JSON escape
+    decodes to the same text.
+
+    :param text: the output of :func:`json.dumps`.
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char == "\n" else _json_escape(char) for char in text)
 
 
 def shown_name(name: str) -> str:
