@@ -1,6 +1,11 @@
-"""The fault servers a test started, from the process census, and pid reuse on demand: shared by the test folders."""
+"""The fault servers a test started, from the process census, what they were asked to call, and pid reuse on demand.
+
+Shared by the test folders."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import psutil
 
@@ -40,3 +45,8 @@ def plant_stale_cache_entry(pid: int) -> None:
     psutil._pmap[pid] = stale  # type: ignore[attr-defined]  # process_iter()'s cache
     assert not stale.is_running()
     psutil._pids_reused.discard(pid)  # type: ignore[attr-defined]  # as if nobody had looked since the reuse
+
+
+def tools_called(log: Path) -> list[str]:
+    """The tools a fault server was asked to call, in order, from its call log (``fault_server_entry(call_log=...)``)."""
+    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []

@@ -10,27 +10,19 @@ before or during the first dial.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
 
-from supervisors import Backoff, RestartIntensity
-from wave_actors import Graces, Session, SessionOptions, TransportOptions, open_session
+import trio
+from presets import FAST_SESSION
 
-FAST: Final = SessionOptions(
-    dial_timeout=10.0,
-    transport=TransportOptions(graces=Graces(eof=0.5, term=0.5, kill=1.0)),
-    reconnect_backoff=Backoff(initial=0.05, multiplier=2.0, maximum=0.2, jitter=0.0, reset_after=5.0),
-    reconnect_intensity=RestartIntensity(max_restarts=3, period=30.0),
-    seed=7,
-)
-"""Short graces and backoffs, so that failures show fast; a crash loop gives up after three restarts."""
+from wave_actors import ServerStatus, Session, SessionOptions, open_session
 
 
 @asynccontextmanager
 async def idle_session(
-    tmp_path: Path, servers: Mapping[str, Mapping[str, object]], *, options: SessionOptions = FAST
+    tmp_path: Path, servers: Mapping[str, Mapping[str, object]], *, options: SessionOptions = FAST_SESSION
 ) -> AsyncIterator[Session]:
     """A session of ``servers`` in ``tmp_path``, nothing dialed yet; every process reclaimed on exit (R-KILL-4)."""
     async with open_session(workdir=tmp_path, home=tmp_path / "home", mcp_servers=servers, options=options) as session:
@@ -39,9 +31,22 @@ async def idle_session(
 
 @asynccontextmanager
 async def connected_session(
-    tmp_path: Path, servers: Mapping[str, Mapping[str, object]], *, options: SessionOptions = FAST
+    tmp_path: Path, servers: Mapping[str, Mapping[str, object]], *, options: SessionOptions = FAST_SESSION
 ) -> AsyncIterator[Session]:
     """An :func:`idle_session` after its first ``prepare_turn()``: every server dialed (a failed dial is in error)."""
     async with idle_session(tmp_path, servers, options=options) as session:
         await session.prepare_turn()
         yield session
+
+
+async def assert_stays(
+    session: Session, name: str, predicate: Callable[[ServerStatus], bool], *, duration: float
+) -> None:
+    """Watch ``name`` for ``duration`` seconds and fail on the first status that breaks ``predicate``.
+
+    For what must *not* happen (a wrong reconnect): woken by every change, so a violation fails at once.
+    """
+    with trio.move_on_after(duration):
+        async for snapshot in session.watch():
+            status = snapshot.server(name)
+            assert predicate(status), f"{name!r} changed to {status.state.value}: {status.error}"

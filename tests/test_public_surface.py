@@ -2,7 +2,8 @@
 
 ``wave_actors`` and ``wave_actors.testing`` are public; every other module is
 private (its name starts with ``_``). Tests of behaviour and benchmarks use the
-public surface only; a unit test of a private module may import that module.
+public surface only; a unit test of a private module may import that module,
+and the leaf it stands on (the transport's: the process family).
 """
 
 from __future__ import annotations
@@ -46,13 +47,14 @@ DESIGN_NAMES = {
 # Project trust (R-CFG-10): what a settings page needs to trust a folder and approve its servers.
 TRUST_NAMES = {"TrustMode", "TrustStore", "ProjectTrust", "ServerTrust", "ApprovalState"}
 
-# The unit tests of a private package may import it (and only it), and the leaf records it is made of.
+# The unit tests of a private package may import it (and only it), and the leaf records and packages beneath it.
 UNIT_TESTS_OF = {
     "tests/actor": ("wave_actors._actor", "wave_actors._listing"),
     "tests/tools": ("wave_actors._tools", "wave_actors._catalog", "wave_actors._listing"),
     "tests/config": ("wave_actors._config",),
-    "tests/transport": ("wave_actors._transport",),
+    "tests/transport": ("wave_actors._transport", "wave_actors._family"),
     "tests/cache": ("wave_actors._cache", "wave_actors._listing"),
+    "tests/family": ("wave_actors._family",),
     "tests/watchdog": ("wave_actors._watchdog",),
 }
 

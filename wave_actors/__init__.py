@@ -47,6 +47,7 @@ from wave_actors._instructions import (
     InstructionMessage as InstructionMessage,
     InstructionWording as InstructionWording,
     instruction_updates as instruction_updates,
+    restore_instruction_meta as restore_instruction_meta,
     server_available as server_available,
 )
 from wave_actors._observation import (

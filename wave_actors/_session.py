@@ -1,11 +1,13 @@
-"""Session: one conversation's MCP servers, owned by one nursery.
+"""Session: one conversation's MCP servers, the public facade over its roster.
 
 A session registers every configured server as an actor and spawns nothing
 (R-DIAL-1). ``prepare_turn`` dials, concurrently, the servers that were never
 dialed (R-DIAL-2); explicit ``connect`` / ``disconnect`` override the lazy
-rules (R-DIAL-5, R-DIAL-6). Every actor's task lives in the session's nursery,
-so closing the session cancels every dial and connection and returns only
-after every process they started is reclaimed (R-RACE-2, R-KILL-4).
+rules (R-DIAL-5, R-DIAL-6). A session that owns its connections runs every
+actor's task in its own nursery, so closing it cancels every dial and
+connection and its nursery returns only after every process they started is
+reclaimed (R-RACE-2, R-KILL-4); a session sharing its project's connections
+holds references, and the project's scope owns the processes (R-SCOPE-1).
 
 Lifecycle. A session is ``OPEN``, ``RECONFIGURING``, ``DESTROYING`` or
 ``CLOSED``; :mod:`wave_actors._lifecycle` holds the phase and its rules.
@@ -383,7 +385,8 @@ class Session(metaclass=NoPublicConstructor):
         markers in ``history`` are the only memory of what was announced
         (R-INS-3); the system prompt is never involved (R-INS-5).
 
-        :param history: the conversation so far, oldest first; only each item's ``meta`` is read.
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
+            and in it only a marker the library made (R-INS-6): a tool result's ``_meta`` never counts.
         :param denied: the host's permission rules on model-visible tool names,
             a predicate or :mod:`fnmatch` patterns (R-INS-4).
         :param wording: the message templates.

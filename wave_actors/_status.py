@@ -211,6 +211,9 @@ class ServerStatus:
     :param type: its transport type as configured.
     :param state: where its connection stands.
     :param error: the last failure, with the exit code for a dead process.
+        Its first line says what failed; lines after it, if any, are detail
+        for people and logs (the tail of a stdio server's stderr), which
+        :attr:`error_headline` leaves out.
     :param tools: the live tool list, kept while reconnecting (R-RACE-4), or
         the cached snapshot when ``tools_cached`` is true (R-CACHE-2).
     :param tools_cached: the tools come from the snapshot cache, not a live
@@ -262,6 +265,15 @@ class ServerStatus:
     def tool_count(self) -> int:
         """How many tools are listed."""
         return len(self.tools)
+
+    @property
+    def error_headline(self) -> str | None:
+        """The first line of :attr:`error`, what failed, without the detail after it; ``None`` without an error.
+
+        A model is told this, never the whole error: a server's stderr holds
+        local paths, notices and whatever the server chose to print (R-WS-5).
+        """
+        return None if self.error is None else self.error.split("\n", 1)[0]
 
 
 _LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from session_support import FAST, connected_session, idle_session
+from presets import FAST_SESSION
+from session_support import connected_session, idle_session
 
 from wave_actors import Host, LoadMode, ServerState, UnknownTool, load_config, open_session
 from wave_actors.testing import fault_server_entry
@@ -59,7 +60,10 @@ async def test_a_changed_configuration_shows_no_cached_tools(tmp_path: Path) -> 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     async with open_session(
-        workdir=elsewhere, home=tmp_path / "home", mcp_servers={"echo": fault_server_entry(tools=1)}, options=FAST
+        workdir=elsewhere,
+        home=tmp_path / "home",
+        mcp_servers={"echo": fault_server_entry(tools=1)},
+        options=FAST_SESSION,
     ) as session:
         assert not session.server("echo").tools_cached
 
@@ -90,7 +94,7 @@ async def test_writes_prune_only_this_workdirs_servers_that_are_gone(tmp_path: P
     alpha, beta = tmp_path / "alpha", tmp_path / "beta"
     alpha.mkdir()
     beta.mkdir()
-    async with Host.open(home=home, options=FAST) as host:
+    async with Host.open(home=home, options=FAST_SESSION) as host:
         first = await host.create_session(alpha, {"a": fault_server_entry(), "b": fault_server_entry()})
         other = await host.create_session(beta, {"a": fault_server_entry()})
         await first.prepare_turn()

@@ -20,25 +20,23 @@ from typing import Any, Final
 import attrs
 import psutil
 import trio
+from polling import poll_until
+from presets import FAST_SESSION
 from process_support import server_processes as server_processes
 
-from supervisors import Backoff, RestartIntensity
-from wave_actors import Graces, ServerStatus, Session, SessionOptions, SessionSnapshot, TransportOptions
+from wave_actors import Session, SessionSnapshot
 from wave_actors.testing import REFERENCE_SERVER_PATH, entry_command, fault_server_entry, process_census
 
-# Short graces and backoffs: failures show fast, a crash loop gives up in well under a second.
-FAST: Final = SessionOptions(
-    dial_timeout=10.0,
-    transport=TransportOptions(graces=Graces(eof=0.3, term=0.3, kill=1.0), ping_interval=0.2, ping_timeout=1.0),
-    reconnect_backoff=Backoff(initial=0.05, multiplier=2.0, maximum=0.2, jitter=0.0, reset_after=5.0),
-    reconnect_intensity=RestartIntensity(max_restarts=3, period=30.0),
-    seed=7,
+# The session preset, with keep-alive pings every 0.2 s: a remote server that stops answering is noticed
+# (and reconnected) within a cell's bounds.
+MATRIX: Final = attrs.evolve(
+    FAST_SESSION, transport=attrs.evolve(FAST_SESSION.transport, ping_interval=0.2, ping_timeout=1.0)
 )
 
 # For faults that hang the handshake: the dial gives up after this. The healthy servers dialed next to
 # them must still make it on a loaded 2-core machine.
 HANG_DIAL_TIMEOUT: Final = 1.5
-HANGING: Final = attrs.evolve(FAST, dial_timeout=HANG_DIAL_TIMEOUT)
+HANGING: Final = attrs.evolve(MATRIX, dial_timeout=HANG_DIAL_TIMEOUT)
 
 # Tells the matrix's servers apart in ``ps``: the value of ``--instructions``.
 FAULTY_MARK: Final = "fault-matrix-faulty"
@@ -68,22 +66,12 @@ def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
-async def wait_until(
+async def snapshot_where(
     session: Session, predicate: Callable[[SessionSnapshot], bool], *, timeout: float = 10.0
 ) -> SessionSnapshot:
-    """The first snapshot of ``session`` for which ``predicate`` holds; fails after ``timeout`` seconds."""
+    """The first snapshot of ``session`` for which ``predicate`` holds (woken by each change); fails after ``timeout``."""
     with trio.fail_after(timeout):
         return await session.wait_for(predicate)
-
-
-async def assert_stays(
-    session: Session, name: str, predicate: Callable[[ServerStatus], bool], *, duration: float
-) -> None:
-    """Watch ``name`` for ``duration`` seconds and fail on the first status that breaks ``predicate``."""
-    with trio.move_on_after(duration):
-        async for snapshot in session.watch():
-            status = snapshot.server(name)
-            assert predicate(status), f"{name!r} changed to {status.state.value}: {status.error}"
 
 
 # An HTTP reference server that can be killed and started again at the same URL.
@@ -133,18 +121,19 @@ class FixedPortServer:
             [sys.executable, "-c", _HTTP_PROGRAM, str(self.port), str(REFERENCE_SERVER_PATH.parent)],
             stdin=subprocess.DEVNULL,
         )
-        with trio.fail_after(_HTTP_START_TIMEOUT):
-            while True:
-                if self.process.returncode is not None:
-                    code = self.process.returncode
-                    raise RuntimeError(f"HTTP reference server on port {self.port} exited with {code}")
-                try:
-                    stream = await trio.open_tcp_stream("127.0.0.1", self.port)
-                except OSError:
-                    await trio.sleep(0.05)
-                    continue
-                await stream.aclose()
-                return
+        process = self.process
+
+        async def accepting() -> bool:
+            if process.returncode is not None:
+                raise RuntimeError(f"HTTP reference server on port {self.port} exited with {process.returncode}")
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", self.port)
+            except OSError:
+                return False
+            await stream.aclose()
+            return True
+
+        await poll_until(accepting, limit=_HTTP_START_TIMEOUT, what=f"the HTTP reference server on port {self.port}")
 
     async def kill(self) -> None:
         """SIGKILL the server (no goodbye to its clients) and reap it."""
@@ -189,12 +178,3 @@ def gated_entry(directory: Path, gate: Path, *, normal: dict[str, Any], gated: d
         "os.execv(sys.executable, argv)\n"
     )
     return {"type": "stdio", "command": sys.executable, "args": ["-I", "-S", str(wrapper)]}
-
-
-async def until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
-    """Wait until ``predicate()`` holds, polling; for conditions that are no session state (processes)."""
-    with trio.move_on_after(timeout):
-        while not predicate():
-            await trio.sleep(0.02)
-        return
-    raise AssertionError(f"not within {timeout:g} s: {what}")

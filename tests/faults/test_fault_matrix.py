@@ -74,23 +74,23 @@ import pytest
 import trio
 import trio.testing
 from fault_matrix_support import (
-    FAST,
     FAULTY_MARK,
     HANG_DIAL_TIMEOUT,
     HANGING,
     HEALTHY_MARK,
+    MATRIX,
     FixedPortServer,
-    assert_stays,
     fixed_port_server,
     gated_entry,
     grandchild_processes,
     kill,
     reference_server_pids,
     server_processes,
-    until,
-    wait_until,
+    snapshot_where,
 )
 from mcp_types import CallToolResult, TextContent
+from polling import poll_until
+from session_support import assert_stays
 
 from supervisors import Backoff, RestartIntensity
 from wave_actors import (
@@ -117,7 +117,7 @@ FAULTY = "faulty"
 HEALTHY = "healthy"
 
 # How long a cell watches that nothing comes back after a disconnect: several
-# times the longest reconnect backoff of FAST, so a wrong reconnect would show.
+# times the longest reconnect backoff of MATRIX, so a wrong reconnect would show.
 QUIET_WINDOW = 0.45
 # Upper bound for operations that should be quick (a destroy, a disconnect):
 # generous for a loaded 2-core machine, still far below any timeout in play.
@@ -219,7 +219,7 @@ class Matrix:
 
     async def reconnected(self, generation: int) -> ServerStatus:
         """The faulty server's status once it is connected again on a generation newer than ``generation``."""
-        snapshot = await wait_until(
+        snapshot = await snapshot_where(
             self.session,
             lambda snapshot: (
                 snapshot.server(FAULTY).state is CONNECTED and snapshot.server(FAULTY).generation > generation
@@ -235,7 +235,9 @@ class Matrix:
         """The pid of the faulty server, once its dial has spawned it and is waiting for the handshake."""
         # trio spawns in a worker thread, and a task waiting for a thread counts as blocked: check the process too.
         await trio.testing.wait_all_tasks_blocked(cushion=0.02)
-        await until(lambda: len(server_processes(FAULTY_MARK)) == 1, timeout=PROMPT, what="the faulty server spawned")
+        await poll_until(
+            lambda: len(server_processes(FAULTY_MARK)) == 1, limit=PROMPT, what="the faulty server spawned"
+        )
         return self.faulty_pid()
 
     async def call_peer(self) -> None:
@@ -324,7 +326,7 @@ def cell(
     fault: str,
     operation: str,
     *,
-    options: SessionOptions = FAST,
+    options: SessionOptions = MATRIX,
     tool_timeout_ms: int | None = None,
     entry: Callable[[Path], dict[str, Any]] | None = None,
     **keywords: Any,
@@ -406,7 +408,7 @@ _SLOW_FIRST_RECONNECT = Backoff(initial=0.25, multiplier=2.0, maximum=0.25, jitt
     "crash_mid_call",
     "dial",
     # A slower first backoff, so the "reconnecting" window is wide enough to call into.
-    options=attrs.evolve(FAST, reconnect_backoff=Backoff(initial=0.5, maximum=0.5, jitter=0.0, reset_after=5.0)),
+    options=attrs.evolve(MATRIX, reconnect_backoff=Backoff(initial=0.5, maximum=0.5, jitter=0.0, reset_after=5.0)),
 )
 async def _crash_mid_call_dial(m: Matrix) -> None:
     # R-RACE-4, R-RACE-5: the crash is seen at once, calls fail fast, the reconnect dial brings it back.
@@ -463,7 +465,7 @@ async def _crash_mid_call_disconnect(m: Matrix) -> None:
 @cell(
     "crash_mid_call",
     "destroy",
-    options=attrs.evolve(FAST, reconnect_backoff=Backoff(initial=10.0, maximum=10.0, jitter=0.0, reset_after=5.0)),
+    options=attrs.evolve(MATRIX, reconnect_backoff=Backoff(initial=10.0, maximum=10.0, jitter=0.0, reset_after=5.0)),
 )
 async def _crash_mid_call_destroy(m: Matrix) -> None:
     # R-RACE-2: destroyed while the reconnect waits out a long backoff: destroy does not wait for it.
@@ -509,7 +511,7 @@ async def _crash_idle_call(m: Matrix) -> None:
     assert await m.call("echo", {"text": "back"}) == "back"
 
 
-@cell("crash_idle", "disconnect", options=attrs.evolve(FAST, reconnect_backoff=_SLOW_FIRST_RECONNECT))
+@cell("crash_idle", "disconnect", options=attrs.evolve(MATRIX, reconnect_backoff=_SLOW_FIRST_RECONNECT))
 async def _crash_idle_disconnect(m: Matrix) -> None:
     # Disconnected the moment the server dies, before the loss is even noticed.
     await m.session.prepare_turn()
@@ -629,7 +631,7 @@ async def _call_hang_destroy(m: Matrix) -> None:
 # --- ignores SIGTERM (and stdin EOF) -------------------------------------------------------------
 
 # Reclaiming such a server must escalate: stdin EOF (ignored), SIGTERM (ignored), SIGKILL (R-KILL-1).
-_GRACES = FAST.transport.graces
+_GRACES = MATRIX.transport.graces
 
 
 @cell("ignore_sigterm", "dial", options=HANGING, init_delay=FOREVER)
@@ -670,7 +672,7 @@ async def _ignore_sigterm_destroy(m: Matrix) -> None:
         disconnected.set()
 
     m.start(disconnect)
-    await wait_until(m.session, lambda snapshot: snapshot.server(FAULTY).state is DISCONNECTED)
+    await snapshot_where(m.session, lambda snapshot: snapshot.server(FAULTY).state is DISCONNECTED)
     assert server_processes(FAULTY_MARK), "the server was gone before the destroy: nothing left to race"
     await m.destroy(within=_GRACES.total + PROMPT)
     with trio.fail_after(PROMPT):
@@ -689,7 +691,7 @@ async def _grandchildren(m: Matrix) -> list[int]:
 
 
 async def _until_grandchildren_spawned(count: int) -> None:
-    await until(lambda: len(grandchild_processes()) >= count, timeout=PROMPT, what=f"{count} grandchildren")
+    await poll_until(lambda: len(grandchild_processes()) >= count, limit=PROMPT, what=f"{count} grandchildren")
 
 
 @cell("grandchild", "dial", options=HANGING, init_delay=FOREVER)
@@ -786,7 +788,7 @@ async def _garbage_stdout_destroy(m: Matrix) -> None:
 # --- stderr flood --------------------------------------------------------------------------------
 
 
-@cell("stderr_flood", "dial", options=attrs.evolve(FAST, dial_timeout=5.0))
+@cell("stderr_flood", "dial", options=attrs.evolve(MATRIX, dial_timeout=5.0))
 async def _stderr_flood_dial(m: Matrix) -> None:
     # stderr is drained while dialing: a server blocked on a full stderr pipe would never answer initialize.
     await m.session.prepare_turn()
@@ -891,7 +893,7 @@ async def _storm_dial(m: Matrix) -> None:
         duration=QUIET_WINDOW,
     )
     await m.call("notify_list_changed", {"add_tool": "late_tool"})
-    await wait_until(m.session, lambda snapshot: "late_tool" in _storm_tool_names(snapshot.server(FAULTY)))
+    await snapshot_where(m.session, lambda snapshot: "late_tool" in _storm_tool_names(snapshot.server(FAULTY)))
     assert m.faulty.generation == connected.generation
     assert await m.call("late_tool", {"text": "new"}) == "late_tool: new"
 
@@ -985,7 +987,7 @@ async def _http_killed_destroy(m: Matrix) -> None:
     "dial",
     # A budget that outlasts the restart of the reference server (about a second).
     options=attrs.evolve(
-        FAST,
+        MATRIX,
         reconnect_backoff=Backoff(initial=0.1, multiplier=2.0, maximum=0.4, jitter=0.0, reset_after=5.0),
         reconnect_intensity=RestartIntensity(max_restarts=50, period=60.0),
     ),
@@ -1022,7 +1024,7 @@ async def _lose_then_hang(m: Matrix) -> ServerStatus:
     (m.tmp_path / _HANG_GATE).touch()
     kill(m.faulty_pid())
     await wait_for_state(m.session, FAULTY, RECONNECTING, timeout=PROMPT)
-    await until(lambda: len(server_processes("--init-delay")) == 1, timeout=PROMPT, what="the reconnect spawned")
+    await poll_until(lambda: len(server_processes("--init-delay")) == 1, limit=PROMPT, what="the reconnect spawned")
     return connected
 
 

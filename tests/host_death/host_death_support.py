@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,16 +98,6 @@ def host_process(tmp_path: Path, *flags: str) -> Iterator[HostProcess]:
     if left:
         kill_processes(left)
         raise AssertionError(f"{len(left)} process(es) of the host's server families outlived it")
-
-
-async def wait_until(condition: Callable[[], bool], limit: float, interval: float = 0.01) -> float:
-    """Poll ``condition`` until it holds; the seconds it took. Fails past ``limit``."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > limit:
-            raise AssertionError(f"not within {limit} s: {condition.__doc__ or condition}")
-        await trio.sleep(interval)
-    return time.monotonic() - started
 
 
 def gone(pid: int) -> bool:

@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from host_death_support import MARK_VARIABLE, wait_until
+from host_death_support import MARK_VARIABLE
+from polling import poll_until
 
 from wave_actors.testing import fault_server_entry, kill_processes, process_census
 
@@ -64,7 +65,7 @@ async def test_watch_killed_with_sigkill_leaves_no_server_family(tmp_path: Path)
         assert len(family()) == 3
         killed = time.monotonic()
         os.kill(process.pid, signal.SIGKILL)
-        await wait_until(lambda: family() == [], 2.0)
+        await poll_until(lambda: family() == [], limit=2.0, what="every process of the command's family gone")
         assert time.monotonic() - killed < 2.0
     finally:
         if process.poll() is None:

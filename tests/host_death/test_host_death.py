@@ -17,8 +17,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-import trio
-from host_death_support import gone, host_process, wait_until
+from host_death_support import gone, host_process
+from polling import poll_until
 
 from wave_actors.testing import is_alive
 
@@ -39,10 +39,10 @@ async def test_a_host_killed_with_sigkill_leaves_no_server_family_after_2_s(tmp_
         assert len(host.families()) == 45
         killed = time.monotonic()
         os.kill(host.pid, signal.SIGKILL)
-        await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+        await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone")
         assert time.monotonic() - killed < DEATH_LIMIT
         # Its work done, the watchdog exits too.
-        await wait_until(lambda: gone(ready["watchdog_pid"]), 5.0)
+        await poll_until(lambda: gone(ready["watchdog_pid"]), limit=5.0, what="the watchdog exited")
 
 
 async def test_a_stopped_host_killed_later_leaves_no_server_family_after_2_s(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ async def test_a_stopped_host_killed_later_leaves_no_server_family_after_2_s(tmp
         assert len(host.families()) == 45
         killed = time.monotonic()
         os.kill(host.pid, signal.SIGKILL)
-        await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+        await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone")
         assert time.monotonic() - killed < DEATH_LIMIT
 
 
@@ -63,7 +63,9 @@ async def test_a_forked_child_of_the_host_does_not_hide_its_death_from_the_watch
         forked = (await host.read_status())["forked_child"]
         try:
             os.kill(host.pid, signal.SIGKILL)
-            await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+            await poll_until(
+                lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone"
+            )
         finally:
             os.kill(forked, signal.SIGKILL)
 
@@ -96,23 +98,20 @@ async def test_a_killed_watchdog_is_replaced_and_the_replacement_guards_every_fa
     with host_process(tmp_path, "--sessions", "2", "--servers", "2", "--grandchildren") as host:
         first = (await host.read_status())["watchdog_pid"]
         os.kill(first, signal.SIGKILL)
-        await wait_until(lambda: gone(first), 5.0)
+        await poll_until(lambda: gone(first), limit=5.0, what="the watchdog exited")
         replaced: dict[str, object] = {}
 
-        async def poll_status() -> None:
+        async def new_watchdog() -> bool:
             replaced.update(await host.status())
+            return replaced.get("watchdog_replacements") == 1 and replaced.get("watchdog_pid") not in (None, first)
 
-        deadline = time.monotonic() + 5.0
-        while replaced.get("watchdog_replacements") != 1 or replaced.get("watchdog_pid") in (None, first):
-            assert time.monotonic() < deadline, f"no new watchdog: {replaced}"
-            await poll_status()
-            await trio.sleep(0.02)
+        await poll_until(new_watchdog, limit=5.0, what="a new watchdog", interval=0.02)
         assert len(host.families()) == 12  # a killed watchdog reclaims nothing: the host lives
         os.kill(host.pid, signal.SIGKILL)
-        await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+        await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone")
         second = replaced["watchdog_pid"]
         assert isinstance(second, int)
-        await wait_until(lambda: gone(second), 5.0)
+        await poll_until(lambda: gone(second), limit=5.0, what="the watchdog exited")
 
 
 async def test_a_host_that_closes_normally_leaves_neither_servers_nor_watchdog(tmp_path: Path) -> None:
@@ -133,7 +132,7 @@ async def test_without_a_watchdog_the_parent_death_signal_still_ends_the_servers
         assert ready["parent_death_signal"] and not ready["watchdog"]
         assert len(host.families()) == 2
         os.kill(host.pid, signal.SIGKILL)
-        await wait_until(lambda: host.families() == [], DEATH_LIMIT)
+        await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone")
 
 
 def worker_threads(pid: int) -> list[str]:
@@ -155,7 +154,9 @@ async def test_servers_outlive_the_worker_thread_that_could_have_forked_them(tmp
         await host.read_status()
         servers = host.families()
         assert len(servers) == 2
-        await wait_until(lambda: worker_threads(host.pid) == [], 20.0, interval=0.1)
+        await poll_until(
+            lambda: worker_threads(host.pid) == [], limit=20.0, what="the host's trio worker threads gone", interval=0.1
+        )
         assert [server for server in servers if not is_alive(server)] == []
 
 
@@ -174,13 +175,13 @@ async def test_in_subreaper_mode_orphans_come_to_the_host_and_are_reaped(tmp_pat
             """every grandchild re-parented to the host"""
             return all(child.ppid() == host.pid for child in grandchildren)
 
-        await wait_until(adopted, 5.0)
+        await poll_until(adopted, limit=5.0, what="every grandchild re-parented to the host")
         os.kill(host.pid, signal.SIGCONT)
 
         def collected() -> bool:
             """every grandchild gone, not even a zombie"""
             return not any(psutil.pid_exists(child.pid) and child.is_running() for child in grandchildren)
 
-        await wait_until(collected, 5.0)
+        await poll_until(collected, limit=5.0, what="every grandchild gone, not even a zombie")
         zombies = [child for child in psutil.Process(host.pid).children() if child.status() == psutil.STATUS_ZOMBIE]
         assert zombies == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from runtime_support import FAST
+from presets import FAST_SESSION
 
 from wave_actors import SessionOptions
 
@@ -11,4 +11,4 @@ from wave_actors import SessionOptions
 @pytest.fixture
 def options() -> SessionOptions:
     """Short graces and backoffs, so that failures show fast."""
-    return FAST
+    return FAST_SESSION

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from process_support import server_processes as server_processes
-from session_support import FAST as FAST
 
 from wave_actors.testing import FAULT_SERVER_PATH
 

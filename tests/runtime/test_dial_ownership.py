@@ -15,8 +15,9 @@ from pathlib import Path
 
 import attrs
 import trio
+from presets import FAST_SESSION
 from process_support import server_processes
-from session_support import FAST, idle_session
+from session_support import idle_session
 
 from wave_actors import ServerState, SessionSnapshot
 from wave_actors.testing import fault_server_entry
@@ -76,7 +77,7 @@ async def test_closing_the_session_ends_a_dial_nobody_waits_for(tmp_path: Path) 
 
 
 async def test_the_dial_timeout_ends_a_dial_nobody_waits_for(tmp_path: Path) -> None:
-    options = attrs.evolve(FAST, dial_timeout=0.5)
+    options = attrs.evolve(FAST_SESSION, dial_timeout=0.5)
     async with idle_session(tmp_path, {"f": NEVER_STARTS}, options=options) as session:
         with trio.move_on_after(0.1):
             await session.connect("f")

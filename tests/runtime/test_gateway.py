@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+from process_support import tools_called
 from session_support import connected_session, idle_session
 
 from wave_actors import (
@@ -32,10 +33,6 @@ from wave_actors.testing import fault_server_entry
 
 def text_of(result: Any) -> str:
     return result.content[0].text
-
-
-def received(log: Path) -> list[str]:
-    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def files_entry(**options: Any) -> dict[str, object]:
@@ -169,7 +166,7 @@ async def test_every_gateway_mistake_is_a_result_and_sends_nothing(tmp_path: Pat
     assert 'Servers: "files"' in text_of(answers["unknown server"])
     assert '"echo"' in text_of(answers["unknown tool"]) and '"sleep"' in text_of(answers["unknown tool"])
     assert 'unexpected "text"' in text_of(answers["flattened"])
-    assert received(log) == []  # nothing reached the server
+    assert tools_called(log) == []  # nothing reached the server
 
 
 async def test_an_empty_list_after_a_failed_sync_is_told_apart_from_a_missing_tool(tmp_path: Path) -> None:
@@ -180,6 +177,43 @@ async def test_an_empty_list_after_a_failed_sync_is_told_apart_from_a_missing_to
     assert answer.is_error and described.is_error
     assert text_of(answer).startswith('The tool list of server "broken" is empty because the server failed to sync: ')
     assert "exited with code 3" in text_of(answer) and "has no tool" not in text_of(answer)
+
+
+async def test_a_failed_servers_stderr_stays_in_its_status_and_never_reaches_the_model(tmp_path: Path) -> None:
+    # R-WS-5: the fault server says "exiting on start ..." on stderr; the host and the CLI see it, the model does not.
+    async with connected_session(tmp_path, {"broken": fault_server_entry(exit_on_start=3)}) as session:
+        error = session.server("broken").error
+        section = session.working_set().render()
+        answer = await call(session, "mcp_call", {"server": "broken", "tool": "echo"})
+        described = await call(session, "mcp_describe", {"server": "broken", "tool": "echo"})
+    assert error is not None and "stderr" in error and "exiting on start with code 3" in error
+    assert "### broken (unavailable: connect failed: process exited with code 3)\n" in section
+    for model_text in (section, text_of(answer), text_of(described)):
+        assert "exiting on start" not in model_text and "stderr" not in model_text
+
+
+async def test_no_model_input_escapes_call_tool_as_an_exception(tmp_path: Path) -> None:
+    # R-WS-6: JSON text too deep for the decoder, at any level, and names of any size are answered.
+    deep = "[" * 100_000
+    inputs: list[tuple[str, object]] = [
+        ("mcp_call", deep),
+        ("mcp_describe", deep),
+        ("mcp_call", '{"a": ' * 100_000),
+        ("mcp_call", {"server": "files", "tool": "echo", "arguments": deep}),
+        ("mcp_call", json.dumps({"server": "files", "tool": "echo"})[:-1] + ', "arguments": ' + deep + "}"),
+        ("mcp_describe", {"server": "x" * 10_485_760, "tool": "echo"}),
+        ("mcp_call", {"server": "files", "tool": "y" * 10_485_760}),
+    ]
+    async with connected_session(tmp_path, {"files": files_entry()}) as session:
+        answers = [await call(session, gateway, arguments) for gateway, arguments in inputs]
+        decisions = [
+            approval_decision(gateway, arguments, ApprovalLevel.READ_ONLY, session.snapshot())  # type: ignore[arg-type]
+            for gateway, arguments in inputs
+        ]
+    for answer in answers:
+        assert answer.is_error and text_of(answer).endswith("Nothing was sent.") and len(text_of(answer)) < 1000
+    assert [decision.tool_name for decision in decisions[:3]] == ["mcp_call", "mcp_describe", "mcp_call"]
+    assert decisions[0].needs_approval and decisions[2].needs_approval  # unreadable: never a bypass (R-APR-2)
 
 
 async def test_a_disconnected_server_says_it_is_disconnected(tmp_path: Path) -> None:
@@ -208,7 +242,7 @@ async def test_describe_answers_from_the_snapshot_without_any_io(tmp_path: Path)
     assert document["server"] == "files" and document["tool"] == "pid"
     assert document["readOnly"] is True and document["guidance"] == "Call it once per turn."
     assert document["inputSchema"]["type"] == "object" and described.structured_content == document
-    assert received(log) == []
+    assert tools_called(log) == []
 
 
 async def test_describe_gives_the_sanitized_schema_full_mode_would_declare(tmp_path: Path) -> None:
@@ -230,7 +264,7 @@ async def test_a_gateway_call_past_its_deadline_times_out_and_is_not_replayed(tm
         assert trio.current_time() - started < 2.0
         assert session.server("files").state is ServerState.CONNECTED
         await call(session, "mcp_call", {"server": "files", "tool": "echo", "arguments": {"text": "after"}})
-    assert received(log) == ["sleep", "echo"]
+    assert tools_called(log) == ["sleep", "echo"]
 
 
 async def test_a_crash_mid_gateway_call_fails_it_and_it_is_not_replayed(tmp_path: Path) -> None:
@@ -245,7 +279,7 @@ async def test_a_crash_mid_gateway_call_fails_it_and_it_is_not_replayed(tmp_path
                 lambda s: s.server("files").state is ServerState.CONNECTED and s.server("files").generation > before
             )
         await call(session, "mcp_call", {"server": "files", "tool": "echo", "arguments": {"text": "back"}})
-    assert received(log) == ["crash", "echo"]
+    assert tools_called(log) == ["crash", "echo"]
 
 
 async def test_search_finds_tools_of_the_session(tmp_path: Path) -> None:

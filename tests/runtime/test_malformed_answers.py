@@ -14,13 +14,14 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-from session_support import FAST, connected_session, idle_session
+from presets import FAST_SESSION
+from session_support import connected_session, idle_session
 
 from wave_actors import DialError, LoadMode, ServerState, ToolCallError
 from wave_actors.testing import fault_server_entry
 
 # Long enough that waiting it out would fail the test's own deadline.
-PATIENT = attrs.evolve(FAST, dial_timeout=60.0)
+PATIENT = attrs.evolve(FAST_SESSION, dial_timeout=60.0)
 
 
 async def test_a_malformed_answer_fails_its_call_at_once_and_the_connection_stays(tmp_path: Path) -> None:

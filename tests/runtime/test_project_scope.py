@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from polling import poll_until
 from runtime_support import failing_after_marker_entry, server_processes
 
 from wave_actors import (
@@ -148,9 +149,12 @@ async def test_the_idle_timer_closes_the_process_and_the_next_session_dials_afre
         (pid,) = pids("idle-real")
         await host.destroy_session(session.id)
         assert pids("idle-real") == {pid}  # ending the session did not close it
-        with trio.fail_after(LIMIT):  # the timer fires, the server is forgotten, then its process is reclaimed
-            while host.project_servers(tmp_path) or pids("idle-real"):
-                await trio.sleep(0.02)
+        # The timer fires, the server is forgotten, then its process is reclaimed.
+        await poll_until(
+            lambda: not host.project_servers(tmp_path) and not pids("idle-real"),
+            limit=LIMIT,
+            what="the idle server forgotten and its process gone",
+        )
         again = await host.create_session(tmp_path, {"s": entry}, ownership="project")
         assert again.server("s").state is ServerState.DISCONNECTED  # forgotten: dialed lazily again
         await again.prepare_turn()
@@ -496,6 +500,27 @@ async def test_concurrent_first_sessions_of_a_project_share_one_scope(tmp_path: 
         await sessions[0].prepare_turn()
         assert {session.server("s").shared for session in sessions} == {SharedUse(12)}
         assert len(pids("first-rush")) == 1
+
+
+async def test_a_server_whose_idle_timer_fires_during_a_reconcile_is_registered_again(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-2, R-SCOPE-3: while a reconcile waits for a changed server to re-dial, the idle timer of a server the
+    # reconcile keeps fires and retires it; the reconcile registers it again instead of failing on the vanished name.
+    idle = fault_server_entry(instructions="idle-during-reconcile")
+    async with project_host(tmp_path, options, ProjectOptions(idle_timeout=0.2)) as host:
+        user = await host.create_session(tmp_path, {"idle": idle}, ownership="project")
+        await host.destroy_session(user.id)  # "idle" is unused: its timer runs
+        session = await host.create_session(tmp_path, {"slow": fault_server_entry()}, ownership="project")
+        await session.prepare_turn()
+        # The reload of "slow" takes a second (its new process answers initialize late); the timer fires meanwhile.
+        result = await session.reconfigure({"slow": fault_server_entry(init_delay=1.0), "idle": idle})
+        assert result.changed == ("slow",) and result.added == ("idle",)
+        assert session.server("slow").state is ServerState.CONNECTED
+        assert session.server("idle").state is ServerState.DISCONNECTED
+        assert session.server("idle").shared == SharedUse(sessions=1, idle_deadline=None)
+        await session.prepare_turn()
+        assert session.server("idle").state is ServerState.CONNECTED
 
 
 async def test_sessions_given_different_entries_for_one_name_get_a_connection_each(

@@ -15,7 +15,8 @@ from typing import Any
 import httpx2
 import pytest
 import trio
-from runtime_support import FAST, failing_after_marker_entry
+from presets import FAST_SESSION
+from runtime_support import failing_after_marker_entry
 from session_support import connected_session, idle_session
 
 from wave_actors import (
@@ -62,7 +63,7 @@ async def test_every_close_but_a_loss_ends_the_server_session(tmp_path: Path) ->
     async with serve_reference_server() as url:
         entry = {"type": "http", "url": url}
         with trio.fail_after(60):
-            async with Host.open(home=tmp_path / "home", options=FAST) as host:
+            async with Host.open(home=tmp_path / "home", options=FAST_SESSION) as host:
                 session = await host.create_session(tmp_path, {"ref": entry})
                 await session.connect("ref")
                 assert len((await server_sessions(url))["opened"]) == 1
@@ -162,12 +163,12 @@ async def test_servers_are_told_wave_actors_and_its_version_unless_the_host_name
                 workdir=tmp_path,
                 home=tmp_path / "home",
                 mcp_servers=entry,
-                options=FAST,
+                options=FAST_SESSION,
                 client_info=("my-host", "3.1"),
             ) as session:
                 await session.prepare_turn()
                 assert text_of(await session.call_tool(tool_named(session, "ref", "client_info"))) == "my-host 3.1"
-            async with Host.open(home=tmp_path / "home", options=FAST, client_info=("desk", "0.9")) as host:
+            async with Host.open(home=tmp_path / "home", options=FAST_SESSION, client_info=("desk", "0.9")) as host:
                 session = await host.create_session(tmp_path, entry)
                 await session.prepare_turn()
                 assert text_of(await session.call_tool(tool_named(session, "ref", "client_info"))) == "desk 0.9"

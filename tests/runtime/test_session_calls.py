@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from process_support import tools_called
 from session_support import connected_session, idle_session
 
 from wave_actors import LoadMode, ServerState, ServerUnavailable, ToolCallError, ToolTimeout, UnknownTool
@@ -58,7 +59,7 @@ async def test_call_timeout_is_cancelled_and_never_replayed(tmp_path: Path) -> N
         assert trio.current_time() - started < 2.0
         assert session.server("f").state is ServerState.CONNECTED
         await session.call_tool("mcp__f__echo", {"text": "after"})
-    received = [json.loads(line)["tool"] for line in log.read_text().splitlines()]
+    received = tools_called(log)
     assert received == ["sleep", "echo"]
 
 
@@ -112,7 +113,7 @@ async def test_a_callers_earlier_deadline_ends_the_call_and_it_is_not_replayed(t
         assert scope.cancelled_caught
         assert session.server("f").state is ServerState.CONNECTED
         assert not (await session.call_tool("mcp__f__echo", {"text": "still"})).is_error
-    received = [json.loads(line)["tool"] for line in log.read_text().splitlines()]
+    received = tools_called(log)
     assert received == ["sleep", "echo"]
 
 
@@ -146,11 +147,6 @@ async def test_a_tool_listed_twice_is_declared_once(tmp_path: Path) -> None:
 
 
 # Known names are state (R-TOOL-1, R-CACHE-2): where a call goes never depends on what was read before it.
-
-
-def tools_called(log: Path) -> list[str]:
-    """The tools a fault server was asked to call, from its call log."""
-    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
 
 
 @pytest.mark.parametrize("looked_before", [False, True], ids=["nothing read", "a snapshot read"])

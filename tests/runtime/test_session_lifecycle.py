@@ -12,7 +12,8 @@ import attrs
 import pytest
 import trio
 import trio.lowlevel
-from session_support import FAST, connected_session, idle_session
+from presets import FAST_SESSION
+from session_support import connected_session, idle_session
 
 from wave_actors import Host, ServerState, ServerUnavailable, SessionSnapshot, WaveActorsError
 from wave_actors.testing import count_tasks, fault_server_entry, wait_for_state
@@ -45,10 +46,10 @@ async def test_a_transition_observer_that_raises_never_takes_a_server_or_the_hos
     def observer(transition: object) -> None:
         raise ValueError("observer bug")
 
-    async with Host.open(home=tmp_path / "home", options=FAST) as host:
+    async with Host.open(home=tmp_path / "home", options=FAST_SESSION) as host:
         other = await host.create_session(tmp_path, {"x": fault_server_entry()})
         session = await host.create_session(
-            tmp_path, {"a": fault_server_entry()}, options=attrs.evolve(FAST, transition_observer=observer)
+            tmp_path, {"a": fault_server_entry()}, options=attrs.evolve(FAST_SESSION, transition_observer=observer)
         )
         await session.prepare_turn()
         await other.prepare_turn()
@@ -64,7 +65,7 @@ async def test_a_connect_waiting_when_the_session_closes_is_released_with_an_err
     slow = fault_server_entry(init_delay=30)
     released: list[float] = []
     failure: list[BaseException] = []
-    async with Host.open(home=tmp_path / "home", options=FAST) as host:
+    async with Host.open(home=tmp_path / "home", options=FAST_SESSION) as host:
         session = await host.create_session(tmp_path, {"slow": slow})
 
         async def connect() -> None:

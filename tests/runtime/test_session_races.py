@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 from runtime_support import failing_after_marker_entry, server_processes
-from session_support import connected_session, idle_session
+from session_support import assert_stays, connected_session, idle_session
 
 from supervisors import Backoff
 from wave_actors import Host, ServerState, ServerUnavailable, Session, SessionOptions
@@ -76,10 +76,13 @@ async def test_manual_disconnect_is_not_undone_by_the_close_it_causes(tmp_path: 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(crash)
                 nursery.start_soon(session.disconnect, "f")
-            # Give any (wrong) reconnect every chance to happen.
-            await trio.sleep(options.reconnect_backoff.maximum * 2)
-            status = session.server("f")
-            assert status.state is ServerState.DISCONNECTED and status.manually_disconnected
+            # Give any (wrong) reconnect every chance to happen, and fail at the first sign of one.
+            await assert_stays(
+                session,
+                "f",
+                lambda status: status.state is ServerState.DISCONNECTED and status.manually_disconnected,
+                duration=options.reconnect_backoff.maximum * 2,
+            )
             assert server_processes() == []
 
 
@@ -93,7 +96,7 @@ async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transpor
             storm_over = trio.Event()
 
             async def command(kind: str, delay: float, issued: list[str]) -> None:
-                await trio.sleep(delay)
+                await trio.sleep(delay)  # the command's random moment in the storm, not a wait for anything
                 issued.append(kind)  # posted synchronously by the call below, in this order
                 if kind == "connect":
                     try:
@@ -107,7 +110,7 @@ async def test_connect_disconnect_storm_leaves_the_last_command_and_one_transpor
                 nonlocal most_alive
                 while not storm_over.is_set():
                     most_alive = max(most_alive, len(server_processes()))
-                    await trio.sleep(0.005)
+                    await trio.sleep(0.005)  # a sampling period: the most processes alive at any moment
 
             async with trio.open_nursery() as watcher:
                 watcher.start_soon(sample, storm_over)
@@ -157,5 +160,5 @@ async def test_dial_versus_destroy_at_random_moments_leaves_no_process(tmp_path:
 async def _turn_then_destroy(host: Host, session: Session, delay: float) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(session.prepare_turn)
-        await trio.sleep(delay)
+        await trio.sleep(delay)  # the destroy's random moment in the dial, not a wait for anything
         await host.destroy_session(session.id)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import trio
+from polling import poll_until
+from process_support import tools_called
 from session_support import connected_session
 
 from wave_actors import ServerState, Session
@@ -34,10 +36,6 @@ def circular() -> dict[str, Any]:
     value: dict[str, Any] = {"text": "loop"}
     value["self"] = {"back": value}
     return value
-
-
-def received_calls(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 async def server_pid(session: Session) -> int:
@@ -72,7 +70,7 @@ async def test_an_argument_json_cannot_carry_is_a_type_error_and_nothing_is_sent
         with trio.fail_after(5), pytest.raises(TypeError, match=what) as raised:
             await session.call_tool("mcp__f__echo", arguments)
         assert "mcp__f__echo" in str(raised.value)
-        assert received_calls(log) == []
+        assert tools_called(log) == []
         after = session.server("f")
         assert after.state is ServerState.CONNECTED and after.generation == before.generation
         result = await session.call_tool("mcp__f__echo", {"text": "still here"})
@@ -82,7 +80,8 @@ async def test_an_argument_json_cannot_carry_is_a_type_error_and_nothing_is_sent
 async def test_a_lone_surrogate_never_costs_the_connection_or_an_unrelated_call(tmp_path: Path) -> None:
     # R-TOOL-9, R-HOST-4: a file name from os.fsdecode of non-UTF-8 bytes carries a lone surrogate.
     bad = {"text": b"caf\xe9.txt".decode("utf-8", "surrogateescape")}
-    async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
+    log = tmp_path / "calls.jsonl"
+    async with connected_session(tmp_path, {"f": fault_server_entry(call_log=log)}) as session:
         pid = await server_pid(session)
         generation = session.server("f").generation
         finished: list[str] = []
@@ -94,7 +93,7 @@ async def test_a_lone_surrogate_never_costs_the_connection_or_an_unrelated_call(
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(unrelated_call)
-                await trio.sleep(0.1)  # let the unrelated call be sent first
+                await poll_until(lambda: "sleep" in tools_called(log), limit=5, what="the unrelated call received")
                 # More than the reconnect budget (three restarts): none of them may spend it.
                 for _ in range(7):
                     with pytest.raises(TypeError, match="surrogate"):

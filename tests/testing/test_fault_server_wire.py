@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 import pytest
 import trio
+from polling import poll_until
 
 from wave_actors.testing import CRASH_AFTER_CALLS_EXIT_CODE, entry_command, fault_server_entry, is_alive, kill_processes
 
@@ -299,9 +300,7 @@ async def test_grandchild_stays_in_the_group_and_outlives_the_server() -> None:
         # It carries the environment, so a leak hunter can find it by marker.
         assert grandchild.environ().get(_MARK) == os.environ[_MARK]
         grandchild.terminate()
-        with trio.fail_after(10):
-            while is_alive(grandchild):
-                await trio.sleep(0.02)
+        await poll_until(lambda: not is_alive(grandchild), limit=10, what="the grandchild gone after SIGTERM")
     finally:
         _kill_all(grandchildren)
 
@@ -320,8 +319,6 @@ async def test_setsid_grandchild_escapes_to_its_own_session() -> None:
         assert grandchild.is_running()
         # The server's ignored SIGTERM is not inherited: the grandchild dies of it.
         grandchild.terminate()
-        with trio.fail_after(10):
-            while is_alive(grandchild):
-                await trio.sleep(0.02)
+        await poll_until(lambda: not is_alive(grandchild), limit=10, what="the grandchild gone after SIGTERM")
     finally:
         _kill_all(grandchildren)

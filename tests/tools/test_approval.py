@@ -128,6 +128,14 @@ def test_an_unrestorable_mcp_call_is_an_mcp_tool_that_needs_approval_never_a_byp
             assert decision.tool_name == "mcp_call" and "cannot be restored" in decision.reason
 
 
+def test_json_text_nested_too_deeply_needs_approval_and_never_raises() -> None:
+    # R-APR-2, R-WS-6: the decoder's RecursionError is a model mistake like any other.
+    for deep in ("[" * 100_000, '{"server": "fs", "tool": "read_file", "arguments": ' + "{" * 100_000):
+        for level in LEVELS:
+            decision = approval_decision("mcp_call", deep, level, SESSION)
+            assert decision.mcp and decision.needs_approval is True and decision.tool_name == "mcp_call"
+
+
 def test_a_restored_call_reports_server_tool_display_name_and_concurrency() -> None:
     arguments = {"server": "fs", "tool": "stat", "arguments": {"path": "/"}}
     decision = approval_decision("mcp_call", arguments, ApprovalLevel.READ_ONLY, SESSION)

@@ -17,8 +17,10 @@ import pytest
 import trio
 
 from wave_actors import Graces
+from wave_actors._family.procfs import read_forks, read_pid_max, read_stat
+from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport import proctree
-from wave_actors._transport.proctree import FAMILY_VARIABLE, family_tag, reclaim
+from wave_actors._transport.reclamation import reclaim
 from wave_actors.testing import is_alive, kill_processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
@@ -28,9 +30,6 @@ GRACES = Graces(eof=2.0, term=1.0, kill=1.0)
 # The internals under test, named once.
 descendants_linux = proctree._descendants_linux  # pyright: ignore[reportPrivateUsage]
 open_scanned = proctree._open  # pyright: ignore[reportPrivateUsage]
-read_forks = proctree._read_forks  # pyright: ignore[reportPrivateUsage]
-read_pid_max = proctree._read_pid_max  # pyright: ignore[reportPrivateUsage]
-read_stat = proctree._read_stat  # pyright: ignore[reportPrivateUsage]
 Row = proctree._Row  # pyright: ignore[reportPrivateUsage]
 scan = proctree._scan_linux  # pyright: ignore[reportPrivateUsage]
 Snapshot = proctree._Snapshot  # pyright: ignore[reportPrivateUsage]

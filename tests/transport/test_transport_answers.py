@@ -20,7 +20,8 @@ from mcp_types import (
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
-from transport_support import FAST, config_for
+from presets import FAST_TRANSPORT
+from transport_support import config_for
 
 from wave_actors import ToolCallError
 from wave_actors._transport import open_connection
@@ -181,7 +182,7 @@ def test_unanswered_listings_are_forgotten_beyond_a_bound() -> None:
 async def test_over_stdio_a_malformed_answer_fails_its_call_at_once() -> None:
     config = config_for(fault_server_entry(malformed_answer=["echo"]))
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             with pytest.raises(ToolCallError, match=r"'echo'.*\"result\" is a string"):
                 await connection.call_tool("echo", {"text": "x"}, timeout=60)
             assert (await connection.call_tool("fail", {}, timeout=5)).is_error
@@ -190,7 +191,7 @@ async def test_over_stdio_a_malformed_answer_fails_its_call_at_once() -> None:
 async def test_over_stdio_an_invalid_tool_is_skipped_and_named() -> None:
     config = config_for(fault_server_entry(invalid_schema=["broken", "worse"]))
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             listing = await connection.list_tools()
             names = {tool.name for tool in listing.tools}
             assert "echo" in names and not names & {"broken", "worse"}
@@ -202,7 +203,7 @@ async def test_over_stdio_an_invalid_tool_is_skipped_and_named() -> None:
 async def test_over_stdio_a_listing_nested_too_deep_fails_at_once_naming_the_nesting() -> None:
     config = config_for(fault_server_entry(deep_schema=150))
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             with pytest.raises(ToolCallError, match=r"tools/list.*nests JSON deeper"):
                 await connection.list_tools()
 
@@ -211,7 +212,7 @@ async def test_over_stdio_a_request_the_sdk_cannot_serialize_fails_alone() -> No
     # The net under the caller-side check: a surrogate handed straight to the connection fails that call only.
     config = config_for(fault_server_entry())
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             with pytest.raises(TypeError, match="nothing was sent"):
                 await connection.call_tool("echo", {"text": "\ud800"}, timeout=5)
             result = await connection.call_tool("echo", {"text": "fine"}, timeout=5)

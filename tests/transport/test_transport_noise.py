@@ -11,13 +11,13 @@ import re
 
 import pytest
 import trio
+from presets import FAST_TRANSPORT
 
 from wave_actors import ServerConfig, Source
-from wave_actors._transport import Graces, TransportOptions, open_connection
+from wave_actors._transport import open_connection
 from wave_actors._transport.noise import NoiseLog
 from wave_actors.testing import fault_server_entry
 
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
 NOISE_LOGGER = "wave_actors._transport.noise"
 
 
@@ -84,7 +84,7 @@ async def test_a_megabyte_of_random_bytes_on_stdout_is_a_few_records_and_the_con
         args=tuple(str(arg) for arg in entry["args"]),  # type: ignore[union-attr]
     )
     with caplog.at_level(logging.DEBUG), trio.fail_after(20):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             result = await connection.call_tool("echo", {"text": "after the flood"}, timeout=5)
             assert result.content[0].text == "after the flood"  # type: ignore[union-attr]
     flood = [record for record in caplog.records if "not JSON-RPC" in record.getMessage()]

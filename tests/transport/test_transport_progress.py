@@ -13,15 +13,15 @@ import trio
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCResponse
+from presets import FAST_TRANSPORT
 
 from wave_actors import ServerConfig, Source
-from wave_actors._transport import Graces, TransportOptions, open_connection
+from wave_actors._transport import open_connection
 from wave_actors._transport.answers import oversized_answer
 from wave_actors._transport.failures import Failure, classify
 from wave_actors._transport.progress import ProgressCallback, ProgressRoutes
 from wave_actors.testing import entry_command, fault_server_entry
 
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
 Update = tuple[float, float | None, str | None]
 
 
@@ -82,7 +82,7 @@ async def test_progress_over_stdio_reaches_its_own_call_in_order() -> None:
     first: list[Update] = []
     second: list[Update] = []
     with trio.fail_after(20):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
 
             async def run(steps: int, into: list[Update]) -> None:
                 result = await connection.call_tool(

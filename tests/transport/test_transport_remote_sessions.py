@@ -9,8 +9,10 @@ import os
 import signal
 from typing import Literal
 
+import attrs
 import pytest
 import trio
+from presets import FAST_TRANSPORT
 from remote_support import forget_sessions, refusing_server, server_sessions
 
 from wave_actors import DialError, ServerConfig, Source, ToolCallError
@@ -21,7 +23,7 @@ from wave_actors.testing import serve_reference_server
 # Importing mcp.server and uvicorn takes over a second; leave room on a busy machine.
 pytestmark = pytest.mark.timeout(90)
 
-QUIET = TransportOptions(ping_interval=None)  # no heartbeat pings in the servers' logs
+QUIET = attrs.evolve(FAST_TRANSPORT, ping_interval=None)  # no heartbeat pings in the servers' logs
 MIB = 1024 * 1024
 
 

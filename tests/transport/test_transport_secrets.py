@@ -12,15 +12,17 @@ import sys
 from collections.abc import Iterator
 from typing import Literal
 
+import attrs
 import pytest
 import trio
+from presets import FAST_TRANSPORT
 
 from wave_actors import DialError, ServerConfig, Source
-from wave_actors._transport import Graces, TransportOptions, open_connection
+from wave_actors._transport import open_connection
 from wave_actors._transport.redaction import SDK_LOGGERS, RedactingFilter, install_log_redaction, redact_text
 from wave_actors.testing import fault_server_entry, serve_reference_server
 
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0), ping_interval=None)
+QUIET = attrs.evolve(FAST_TRANSPORT, ping_interval=None)  # no heartbeat pings in the servers' logs
 SECRETS = ("query-secret-1", "header-secret-2", "env-secret-3", "password-secret-4")
 
 
@@ -55,7 +57,7 @@ async def test_a_remote_servers_query_and_headers_never_reach_the_log(
     async with serve_reference_server(transport) as url:
         config = remote(f"{url}?api_key={SECRETS[0]}&v=2", "http" if transport == "streamable-http" else "sse")
         with trio.fail_after(30):
-            async with open_connection(config, options=FAST) as connection:
+            async with open_connection(config, options=QUIET) as connection:
                 result = await connection.call_tool("echo", {"text": "hi"}, timeout=10)
                 assert not result.is_error
     logged = list(everything_logged(caplog))
@@ -69,7 +71,7 @@ async def test_a_failed_remote_dial_names_the_url_without_its_secrets(caplog: py
         wrong = url.replace("/mcp", "/nowhere").replace("http://", f"http://user:{SECRETS[3]}@")
         config = remote(f"{wrong}?api_key={SECRETS[0]}", "http")
         with trio.fail_after(30), pytest.raises(DialError) as raised:
-            async with open_connection(config, options=FAST):
+            async with open_connection(config, options=QUIET):
                 pass
     assert_no_secret([str(raised.value), repr(raised.value), *everything_logged(caplog)])
 
@@ -87,7 +89,7 @@ async def test_a_stdio_servers_env_values_never_reach_errors_or_the_log(caplog: 
         env={"TOKEN": SECRETS[2]},
     )
     with trio.fail_after(10), pytest.raises(DialError) as raised:
-        async with open_connection(config, options=FAST):
+        async with open_connection(config, options=QUIET):
             pass
     assert "code 4" in str(raised.value)
     assert_no_secret([str(raised.value), repr(config), *everything_logged(caplog)])

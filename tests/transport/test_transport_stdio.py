@@ -14,7 +14,8 @@ from typing import Any
 import psutil
 import pytest
 import trio
-from transport_support import FAST, config_for
+from presets import FAST_TRANSPORT
+from transport_support import config_for
 
 from wave_actors import ConfigError, DialError, ServerConfig, ServerUnavailable, Source, ToolTimeout
 from wave_actors._transport import Graces, TransportOptions, open_connection
@@ -40,7 +41,7 @@ async def pids_of(connection: Any) -> list[int]:
 async def test_stdio_fault_server_handshake_tools_and_calls() -> None:
     config = config_for(fault_server_entry(instructions="use echo", read_only=["echo"]))
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             assert connection.instructions == "use echo"
             assert connection.pid is not None
             tools = {tool.name: tool for tool in (await connection.list_tools()).tools}
@@ -55,7 +56,7 @@ async def test_stdio_fault_server_handshake_tools_and_calls() -> None:
 async def test_stdio_sdk_reference_server() -> None:
     config = config_for(reference_server_entry("stdio"), name="reference")
     with trio.fail_after(30):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             names = {tool.name for tool in (await connection.list_tools()).tools}
             assert "echo" in names
             result = await connection.call_tool("echo", {"text": "ref"}, timeout=10)
@@ -81,7 +82,7 @@ async def test_child_environment_is_parent_overlaid_with_entry_env(tmp_path: Pat
         env={"X": "$HOME;rm -rf /"},
     )
     with pytest.raises(DialError) as caught, trio.fail_after(10):
-        async with open_connection(config, options=FAST):
+        async with open_connection(config, options=FAST_TRANSPORT):
             pass
     message = str(caught.value)
     assert "X=$HOME;rm -rf /" in message  # literal: no shell ever saw it
@@ -108,7 +109,7 @@ async def test_missing_command_is_a_dial_error_naming_it() -> None:
 async def test_server_exiting_on_start_reports_exit_code_and_stderr() -> None:
     config = config_for(fault_server_entry(exit_on_start=7))
     with pytest.raises(DialError) as caught, trio.fail_after(10):
-        async with open_connection(config, options=FAST):
+        async with open_connection(config, options=FAST_TRANSPORT):
             pass
     assert "code 7" in str(caught.value)
     assert "stderr" in str(caught.value)
@@ -117,7 +118,7 @@ async def test_server_exiting_on_start_reports_exit_code_and_stderr() -> None:
 async def test_crash_is_detected_promptly_with_exit_code() -> None:
     # R-RACE-5
     config = config_for(fault_server_entry())
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 5}, timeout=5)
         with trio.fail_after(2):
@@ -129,7 +130,7 @@ async def test_crash_is_detected_promptly_with_exit_code() -> None:
 
 async def test_crash_is_detected_even_when_a_grandchild_holds_stdout_open() -> None:
     config = config_for(fault_server_entry(grandchild=True, grandchild_inherit_stdio=True))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         pids = await pids_of(connection)
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 9}, timeout=5)
@@ -143,7 +144,7 @@ async def test_crash_is_detected_even_when_a_grandchild_holds_stdout_open() -> N
 async def test_close_reclaims_grandchildren(flags: dict[str, Any]) -> None:
     # R-KILL-1: the SDK's own client leaves these alive.
     config = config_for(fault_server_entry(**flags))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         pids = await pids_of(connection)
         assert len(pids) == 2
     assert gone(pids)
@@ -166,7 +167,7 @@ async def test_close_is_not_blocked_by_cancellation() -> None:
     config = config_for(fault_server_entry(ignore_sigterm=True, exit_on_eof=False, setsid_grandchild=True))
     pids: list[int] = []
     with trio.CancelScope() as scope:
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             pids = await pids_of(connection)
             scope.cancel()
             await trio.sleep_forever()
@@ -179,7 +180,7 @@ async def test_cancelling_during_initialize_leaves_no_process_50_times() -> None
     rng = random.Random(1234)
     for _ in range(50):
         with trio.move_on_after(rng.uniform(0.0, 0.15)) as scope:
-            async with open_connection(config, options=FAST):
+            async with open_connection(config, options=FAST_TRANSPORT):
                 pytest.fail("initialize answered although it was delayed 5 s")
         assert scope.cancelled_caught
     # The autouse fixture proves the rest: no process of this test is left.
@@ -189,7 +190,7 @@ async def test_call_timeout_cancels_on_server_and_is_not_replayed(tmp_path: Path
     # R-TOOL-4
     log = tmp_path / "calls.jsonl"
     config = config_for(fault_server_entry(call_log=log))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         with pytest.raises(ToolTimeout, match=r"'fault'.*sleep"):
             await connection.call_tool("sleep", {"seconds": 10}, timeout=0.3)
         # The connection is still usable, and the timed-out call was received once.
@@ -202,7 +203,7 @@ async def test_call_timeout_cancels_on_server_and_is_not_replayed(tmp_path: Path
 async def test_slow_calls_run_concurrently() -> None:
     # R-TOOL-5: two 0.5 s calls on one connection take well under 1 s together.
     config = config_for(fault_server_entry())
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         started = trio.current_time()
 
         async def sleep_call() -> None:
@@ -217,14 +218,14 @@ async def test_slow_calls_run_concurrently() -> None:
 async def test_garbage_on_stdout_does_not_break_the_session() -> None:
     config = config_for(fault_server_entry(garbage_stdout=True))
     with trio.fail_after(10):
-        async with open_connection(config, options=FAST) as connection:
+        async with open_connection(config, options=FAST_TRANSPORT) as connection:
             result = await connection.call_tool("echo", {"text": "ok"}, timeout=5)
             assert result.content[0].text == "ok"  # type: ignore[union-attr]
 
 
 async def test_stderr_flood_is_bounded_and_does_not_block() -> None:
     config = config_for(fault_server_entry(stderr_flood=5_000_000))
-    options = TransportOptions(graces=FAST.graces, stderr_lines=50)
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, stderr_lines=50)
     with trio.fail_after(20):
         async with open_connection(config, options=options) as connection:
             result = await connection.call_tool("echo", {"text": "ok"}, timeout=10)
@@ -235,7 +236,7 @@ async def test_stderr_flood_is_bounded_and_does_not_block() -> None:
 
 async def test_huge_response_arrives_whole() -> None:
     config = config_for(fault_server_entry(huge_response=3_000_000))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         result = await connection.call_tool("echo", {"text": "x"}, timeout=20)
         assert len(result.content[0].text) == 3_000_000  # type: ignore[union-attr]
 
@@ -249,7 +250,7 @@ async def test_list_changed_notification_reaches_the_callback() -> None:
             seen.set()
 
     config = config_for(fault_server_entry())
-    async with open_connection(config, options=FAST, on_notification=on_notification) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT, on_notification=on_notification) as connection:
         await connection.call_tool("notify_list_changed", {}, timeout=5)
         with trio.fail_after(5):
             await seen.wait()

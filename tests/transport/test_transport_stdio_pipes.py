@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 import trio
+from presets import FAST_TRANSPORT
 from session_support import connected_session
-from transport_support import FAST, config_for
+from transport_support import config_for
 
 from wave_actors import DialError, ServerState, ServerUnavailable
-from wave_actors._transport import TransportOptions, open_connection, stdio as stdio_module
+from wave_actors._transport import TransportOptions, open_connection, stdout as stdout_module
 from wave_actors.testing import count_tasks, fault_server_entry
 
 
@@ -31,15 +32,15 @@ def entry(**flags: Any) -> dict[str, Any]:
 @pytest.fixture(params=["epoll", "helper tasks"])
 def pipes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Both ways of watching a server's pipes and exit: one epoll (Linux), or helper tasks."""
-    if request.param == "epoll" and not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+    if request.param == "epoll" and not stdout_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
         pytest.skip("no epoll or pidfd here")
     if request.param == "helper tasks":
-        monkeypatch.setattr(stdio_module, "_MULTIPLEXED", False)
+        monkeypatch.setattr(stdout_module, "_MULTIPLEXED", False)
     yield request.param
 
 
 async def test_calls_concurrent_and_sequential(pipes: str) -> None:
-    async with open_connection(config_for(entry()), options=FAST) as connection:
+    async with open_connection(config_for(entry()), options=FAST_TRANSPORT) as connection:
         for index in range(20):
             result = await connection.call_tool("echo", {"text": f"call {index}"}, timeout=5)
             assert result.content[0].text == f"call {index}"  # type: ignore[union-attr]
@@ -57,14 +58,14 @@ async def test_calls_concurrent_and_sequential(pipes: str) -> None:
 
 async def test_exit_on_start_reports_code_and_stderr(pipes: str) -> None:
     with pytest.raises(DialError) as caught, trio.fail_after(10):
-        async with open_connection(config_for(entry(exit_on_start=7)), options=FAST):
+        async with open_connection(config_for(entry(exit_on_start=7)), options=FAST_TRANSPORT):
             pass
     assert "code 7" in str(caught.value)
     assert "stderr" in str(caught.value)
 
 
 async def test_crash_is_reported_with_its_code(pipes: str) -> None:
-    async with open_connection(config_for(entry()), options=FAST) as connection:
+    async with open_connection(config_for(entry()), options=FAST_TRANSPORT) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 5}, timeout=5)
         with trio.fail_after(2):
@@ -73,15 +74,25 @@ async def test_crash_is_reported_with_its_code(pipes: str) -> None:
 
 async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> None:
     config = config_for(entry(grandchild=True, grandchild_inherit_stdio=True))
-    async with open_connection(config, options=FAST) as connection:
+    async with open_connection(config, options=FAST_TRANSPORT) as connection:
         with pytest.raises(ServerUnavailable):
             await connection.call_tool("crash", {"code": 9}, timeout=5)
         with trio.fail_after(3):
             assert "code 9" in await connection.wait_lost()
 
 
+async def test_a_line_longer_than_the_message_limit_ends_the_connection(pipes: str) -> None:
+    # Even one that arrives within one read of the pipe: the limit is on the line, not on what is held.
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, max_message_bytes=20_000)
+    async with open_connection(config_for(entry(huge_response=30_000)), options=options) as connection:
+        with pytest.raises(ServerUnavailable):
+            await connection.call_tool("echo", {"text": "x"}, timeout=10)
+        with trio.fail_after(5):
+            assert "protocol line longer than 20000 bytes" in await connection.wait_lost()
+
+
 async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
-    options = TransportOptions(graces=FAST.graces, stderr_lines=20)
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, stderr_lines=20)
     with trio.fail_after(20):
         async with open_connection(config_for(entry(stderr_flood=2_000_000)), options=options) as connection:
             result = await connection.call_tool("echo", {"text": "ok"}, timeout=10)
@@ -91,7 +102,7 @@ async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:
 
 
 async def test_a_large_answer_and_a_large_argument_arrive_whole(pipes: str) -> None:
-    async with open_connection(config_for(entry(huge_response=2_000_000)), options=FAST) as connection:
+    async with open_connection(config_for(entry(huge_response=2_000_000)), options=FAST_TRANSPORT) as connection:
         result = await connection.call_tool("echo", {"text": "x" * 3_000_000}, timeout=20)
         assert len(result.content[0].text) == 2_000_000  # type: ignore[union-attr]
 
@@ -100,7 +111,7 @@ async def test_a_sender_cancelled_mid_message_leaves_the_stream_whole(pipes: str
     # A message larger than the pipe is finished by the transport, so a cancelled
     # sender never leaves half a line that would garble the next message.
     log = tmp_path / "calls.jsonl"
-    async with open_connection(config_for(entry(call_log=log)), options=FAST) as connection:
+    async with open_connection(config_for(entry(call_log=log)), options=FAST_TRANSPORT) as connection:
         for size in (1_000_000, 4_000_000):
             with trio.move_on_after(0.001):
                 await connection.call_tool("echo", {"text": "y" * size}, timeout=20)
@@ -113,7 +124,7 @@ async def test_a_sender_cancelled_mid_message_leaves_the_stream_whole(pipes: str
 async def test_a_connected_stdio_server_costs_at_most_three_tasks(tmp_path: Path) -> None:
     # Structure, not speed: the actor's mailbox loop (which holds the supervisor),
     # the transport child, and the SDK's receive loop (which reads the pipes itself).
-    if not stdio_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
+    if not stdout_module._MULTIPLEXED:  # pyright: ignore[reportPrivateUsage]
         pytest.skip("without epoll, stderr and the exit take a task each")
     servers = {f"s{index}": fault_server_entry() for index in range(6)}
     async with connected_session(tmp_path, {"first": fault_server_entry()}) as session:

@@ -1,13 +1,10 @@
-"""Helpers for transport tests: a server entry as a loaded config, and short reclamation graces."""
+"""Helpers for transport tests: a server entry as a loaded config."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from wave_actors import ServerConfig, Source
-from wave_actors._transport import Graces, TransportOptions
-
-FAST = TransportOptions(graces=Graces(eof=1.0, term=1.0, kill=1.0))
 
 
 def config_for(entry: dict[str, Any], name: str = "fault") -> ServerConfig:

@@ -1,4 +1,4 @@
-"""ServerActor: one configured server in one session, its mailbox and its transport.
+"""ServerActor: one configured server of a session or a project, its mailbox and its transport.
 
 The actor owns the only mutable state about its server. Commands
 (connect, disconnect, retire, reload) and events (from the transport task and
@@ -21,7 +21,7 @@ reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from random import Random
 from typing import TYPE_CHECKING, Any
@@ -93,7 +93,9 @@ class ServerActor:
     :param options: dial and reconnect settings.
     :param nursery: the owner's nursery (a session's, or a project scope's), where the actor's task runs once
         it is needed.
-    :param on_change: called (synchronously) after every change of state.
+    :param key: what the owner's group knows the actor by: the server's name in a session's group, a shared
+        connection in a project's (two connections may serve one name there).
+    :param on_change: called (synchronously) with ``key`` after every change of the server's state or entry.
     """
 
     __slots__ = (
@@ -102,6 +104,7 @@ class ServerActor:
         "_connection",
         "_current",
         "_drained",
+        "_key",
         "_mailbox",
         "_nursery",
         "_on_change",
@@ -120,9 +123,11 @@ class ServerActor:
         workdir: Path,
         options: SessionOptions,
         nursery: trio.Nursery,
-        on_change: Callable[[], None],
+        key: Hashable,
+        on_change: Callable[[Hashable], None],
     ) -> None:
         self._config = config
+        self._key = key
         self._workdir = workdir
         self._options = options
         self._nursery = nursery
@@ -207,7 +212,7 @@ class ServerActor:
     def reload_soon(self, config: ServerConfig, done: trio.Event | None = None) -> None:
         """Take a changed entry now, and post its reload without waiting for the re-dial (a project's attach)."""
         self._config = config
-        self._on_change()  # a snapshot showing the new entry gets a version of its own
+        self._on_change(self._key)  # a snapshot showing the new entry gets a version of its own
         self._post(Reload(enabled=config.enabled), done)
 
     def post(self, command: Connect | Reconnect) -> None:
@@ -240,7 +245,7 @@ class ServerActor:
         if config == self._config:
             return
         self._config = config
-        self._on_change()
+        self._on_change(self._key)
 
     async def _command(self, message: Message) -> None:
         done = trio.Event()
@@ -330,7 +335,7 @@ class ServerActor:
             self._connection = None  # that generation is over: keep no closed session alive
         if settled(after):
             self._release_waiters()
-        self._on_change()
+        self._on_change(self._key)
         return effects
 
     async def _execute(self, effect: Effect) -> None:

@@ -95,9 +95,14 @@ def _host_death_document() -> dict[str, bool]:
 
     Read from the platform without starting anything: ``servers`` itself runs no host.
     """
-    from wave_actors._watchdog.linux import PRCTL_AVAILABLE
+    from wave_actors._watchdog.guard import default_protection
 
-    return {"watchdog": PRCTL_AVAILABLE, "parent_death_signal": PRCTL_AVAILABLE, "subreaper": False}
+    protection = default_protection()
+    return {
+        "watchdog": protection.watchdog,
+        "parent_death_signal": protection.parent_death_signal,
+        "subreaper": protection.subreaper,
+    }
 
 
 def _host_death_line(document: dict[str, bool]) -> str:

@@ -219,7 +219,8 @@ async def call(arguments: argparse.Namespace, out: TextIO) -> int:
     if result.is_error:
         fail(f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}")
     if not arguments.json:
-        out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+        shown = printable(text)  # the server's text, for a terminal (R-CLI)
+        out.write(shown + ("\n" if shown and not shown.endswith("\n") else ""))
     return EXIT_OK
 
 

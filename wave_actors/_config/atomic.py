@@ -28,7 +28,7 @@ record locks (``fcntl.lockf``):
   project's ``.mcp.json``;
 * the locking packages (``filelock``, ``portalocker``) use ``flock`` on POSIX
   themselves; what they add is Windows support, and process reclamation
-  (:mod:`wave_actors._transport.proctree`) is POSIX-first already. On a
+  (:mod:`wave_actors._transport.reclamation`) is POSIX-first already. On a
   platform without ``fcntl`` the lock is a no-op: writes stay atomic, only
   concurrent writers may lose an update.
 

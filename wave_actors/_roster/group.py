@@ -29,11 +29,10 @@ loaded different entries (R-SCOPE-1).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Generic, TypeVar, final
+from typing import Generic, TypeVar, cast, final
 
 import trio
 
@@ -66,11 +65,12 @@ class ActorGroup(Generic[Key]):
     __slots__ = (
         "_actors",
         "_nursery",
+        "_on_actor_change",
         "_on_change",
         "_options",
         "_removed",
         "_retiring",
-        "_workdir",
+        "_workdir_path",
         "tool_cache",
     )
 
@@ -84,10 +84,13 @@ class ActorGroup(Generic[Key]):
         cache_file: Path,
         on_change: Callable[[Collection[Key]], None],
     ) -> None:
-        self._workdir = workdir
+        self._workdir_path = Path(
+            workdir
+        )  # one for every actor: an idle session's servers are a few hundred bytes each
         self._nursery = nursery
         self._options = options
         self._on_change = on_change
+        self._on_actor_change = self._changed  # one bound method for every actor, not one each
         self._actors: dict[Key, ServerActor] = {}
         self._retiring: dict[Key, tuple[str, trio.Event]] = {}  # key -> (name, set once its connection is gone)
         self._removed: dict[str, frozenset[str]] = {}  # server name -> every raw tool name it listed, once retired
@@ -141,15 +144,17 @@ class ActorGroup(Generic[Key]):
         finish within their timeout, then the transport closes); changed ones
         reload in place and are re-dialed if they ran; kept ones take their
         new settings; added ones are registered ``disconnected``, once any old
-        connection under their name is gone.
+        connection under their name is gone. A wanted server withdrawn while
+        this waited (a project's idle timer fired) is registered again.
 
         Cancelled half-way, what was withdrawn stays withdrawn: a retired actor
         never serves again, and its name is free for the next configuration.
         """
         for done in self.start(plan, wanted):
             await done.wait()
-        await self.wait_retired({wanted[key].name for key in plan.added})
-        self.register(plan.added, wanted)
+        # What is wanted and missing now: the added servers, and any a project's idle timer withdrew meanwhile.
+        await self.wait_retired({config.name for config in wanted.values()})
+        self.register(wanted, wanted)
 
     def start(self, plan: ReconfigurePlan[Key], wanted: Mapping[Key, ServerConfig]) -> list[trio.Event]:
         """Start, without a checkpoint, what of ``plan`` takes effect at once: everything but the added servers.
@@ -182,10 +187,11 @@ class ActorGroup(Generic[Key]):
             self._removed.pop(config.name, None)
             self._actors[key] = ServerActor(
                 config,
-                workdir=Path(self._workdir),
+                workdir=self._workdir_path,
                 options=self._options,
                 nursery=self._nursery,
-                on_change=functools.partial(self._changed, key),
+                key=key,
+                on_change=self._on_actor_change,
             )
         if added:
             self._on_change(added)
@@ -232,7 +238,8 @@ class ActorGroup(Generic[Key]):
 
     # Changes.
 
-    def _changed(self, key: Key) -> None:
+    def _changed(self, changed: Hashable) -> None:
+        key = cast(Key, changed)  # the key this group gave the actor
         if self._actors.get(key) is None:
             return  # a withdrawn actor finishing its retire: nobody sees it any more
         self.tool_cache.observe((actor.config, actor.state) for actor in self._actors.values())

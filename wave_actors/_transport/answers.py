@@ -36,8 +36,9 @@ import enum
 import json
 import logging
 import re
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, cast
+
+import trio
 
 from wave_actors._config.redact import describe_secret
 from wave_actors._transport.progress import ProgressRoutes
@@ -310,7 +311,7 @@ def _correlated(request_id: RequestId) -> RequestId:
     return request_id
 
 
-class _CheckedReadStream:
+class _CheckedReadStream(trio.abc.AsyncResource):
     """A read stream handing progress to its callers, then every other item to
     :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``)."""
 
@@ -341,16 +342,8 @@ class _CheckedReadStream:
             item = await self._inner.__anext__()
         return self._check.received(item)
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-class _CheckedWriteStream:
+class _CheckedWriteStream(trio.abc.AsyncResource):
     """A write stream showing every item to :meth:`ToolListingCheck.sent` first (the SDK's ``WriteStream``)."""
 
     def __init__(self, inner: Any, check: ToolListingCheck) -> None:
@@ -363,14 +356,6 @@ class _CheckedWriteStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def checked_streams(

@@ -13,7 +13,10 @@ here, and nowhere else, so nothing above the transport ever sees an
 - the dial and the life of an open connection,
   :func:`~wave_actors._transport.dial.open_connection`: a :class:`DialBoundary`
   around the whole block, which raises :class:`DialError` before the handshake
-  completed and :class:`ServerUnavailable` after it.
+  completed and :class:`ServerUnavailable` after it;
+- the spawn of a stdio server,
+  :func:`~wave_actors._transport.stdio.open_stdio_transport`: :func:`spawn_error`
+  for the ``OSError`` of a command that cannot be started.
 
 The SDK's and pydantic's classes are resolved the first time a failure is
 mapped, never at import: importing :mod:`wave_actors` must not import ``mcp``.
@@ -38,7 +41,7 @@ from wave_actors._transport.stderr import StderrLog
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
 
-__all__ = ["DialBoundary", "Failure", "classify", "dial_error", "http_refusal", "request_error"]
+__all__ = ["DialBoundary", "Failure", "classify", "dial_error", "http_refusal", "request_error", "spawn_error"]
 
 # Their exceptions have no common base; whatever they raise is the transport failing.
 _TRANSPORT_LIBRARIES: Final = ("httpx", "anyio")
@@ -172,6 +175,17 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
     if stderr is not None and (tail := stderr.tail()):
         message += "\n  stderr:\n    " + tail.replace("\n", "\n    ")
     return DialError(message)
+
+
+def spawn_error(error: OSError, *, server: str, command: str) -> DialError:
+    """Our exception for a stdio server whose command cannot be started: a :class:`DialError` naming why.
+
+    :param error: what the spawn raised (no such file, permission denied, a
+        missing working directory, ...).
+    :param server: the server's name.
+    :param command: the entry's command.
+    """
+    return DialError(f"server {server!r}: cannot start {command!r}: {error.strerror or error}")
 
 
 def http_refusal(status: int, phrase: str, *, origin: str, said: str | None = None) -> str:

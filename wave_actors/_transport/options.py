@@ -13,7 +13,7 @@ from typing import Final
 import attrs
 
 from wave_actors._config import ShutdownGraces
-from wave_actors._transport.proctree import Graces
+from wave_actors._family.graces import Graces
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation", "with_shutdown"]
 

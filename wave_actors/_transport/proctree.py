@@ -1,4 +1,4 @@
-"""Reclaiming a server's whole process family (R-KILL-1, R-KILL-2).
+"""Finding a server's whole process family in the process table (R-KILL-1).
 
 A stdio MCP server is rarely one process: ``npx`` starts node, node starts
 workers, a Python launcher starts the real interpreter. Closing the pipes of
@@ -11,124 +11,71 @@ which suffices:
   ``start_new_session=True``, so every descendant that did not call
   ``setsid`` shares the server's session id, even after re-parenting;
 - on Linux, processes whose environment carries the server's
-  :data:`FAMILY_VARIABLE` tag: a ``setsid`` or double-forked grandchild
-  escapes the first two but still inherits the environment.
+  :data:`~wave_actors._family.tag.FAMILY_VARIABLE` tag: a ``setsid`` or
+  double-forked grandchild escapes the first two but still inherits the
+  environment.
 
 Only the first mark is lost when the server dies, so before any signal (and
-before stdin closes) the server's subtree is walked; on Linux that reads
-``/proc/PID/task/TID/children`` of the members only, a few files however
-many processes the machine runs. The other two marks survive re-parenting:
-after each stage a scan of the whole process table finds every member alive
-by any mark, including those that forked meanwhile.
-
-In subreaper mode (``Host.open(subreaper=True)``, R-KILL-6) orphaned members
-are re-parented to the host itself; they are found the same way, and once
-killed their exit status is collected here, so they do not linger as zombies.
-
-Then the stages run: stdin EOF and a grace for the server to exit by itself,
-SIGTERM to every member still alive and a grace, SIGKILL. All of it runs in a
-shielded cancel scope with an overall bound, so a cancelled caller can neither
-skip reclamation nor be held by it for longer than the graces add up to; and
-whatever happens inside, every member ever found is sent SIGKILL before
-``reclaim`` returns, so no family is abandoned unsignalled.
+before stdin closes) :func:`find_descendants` walks the server's subtree; on
+Linux that reads ``/proc/PID/task/TID/children`` of the members only, a few
+files however many processes the machine runs. The other two marks survive
+re-parenting: :func:`find_family` scans the whole process table and finds
+every member alive by any mark, including those that forked meanwhile.
 
 Finding the other members means reading the whole process table. The first
 scan of a trio run reads ``/proc/PID/stat`` and ``/proc/PID/environ`` of every
-process; each later one lists ``/proc`` and reads only the processes the
-previous scan had not read (or read before they were a second old): a pid is
-handed out again only after the kernel has gone round the whole pid space,
-which the kernel's count of started processes rules out (see
-:func:`_scan_linux`). So a server that exits on stdin EOF costs the walk, its
-own exit and a listing of ``/proc``: a few milliseconds. When many sessions
-close at once, a :class:`_ProcessTable` per trio run shares one scan among
-all the reclaims that asked while it was pending. A scan that reads only
-newcomers runs in the trio thread while it takes under 2 ms (less than
-waking a worker thread); a whole scan runs in a worker thread.
+process (through :mod:`wave_actors._family.procfs`); each later one lists
+``/proc`` and reads only the processes the previous scan had not read (or read
+before they were a second old): a pid is handed out again only after the
+kernel has gone round the whole pid space, which the kernel's count of started
+processes rules out (see :func:`_scan_linux`). So a server that exits on stdin
+EOF costs the walk, its own exit and a listing of ``/proc``: a few
+milliseconds. When many sessions close at once, a :class:`_ProcessTable` per
+trio run shares one scan among all the reclaims that asked while it was
+pending. A scan that reads only newcomers runs in the trio thread while it
+takes under 2 ms (less than waking a worker thread); a whole scan runs in a
+worker thread.
 
-Callers: the stdio transport (:mod:`.stdio`) tags and reclaims its server;
-:class:`Graces` is part of the public options (``wave_actors.TransportOptions``);
-the demo server (``wave_actors._demo``) reads :data:`FAMILY_VARIABLE`.
+Callers: the reclamation stages (:mod:`.reclamation`) find the family here;
+the process census (``wave_actors.testing``) lists the table with
+:func:`live_processes`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import sys
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
 import attrs
 import psutil
 import trio
 
-from wave_actors._watchdog.linux import ProcessStat
+from wave_actors._family.procfs import (
+    CLOCK_TICKS,
+    LINUX,
+    boot_ticks,
+    children_listed,
+    read_children,
+    read_environment_variable,
+    read_forks,
+    read_pid_max,
+    read_pids,
+    read_stat,
+)
+from wave_actors._family.tag import FAMILY_VARIABLE
 
-__all__ = ["FAMILY_VARIABLE", "Graces", "family_tag", "live_processes", "reclaim"]
+__all__ = ["find_descendants", "find_family", "live_processes"]
 
-logger = logging.getLogger(__name__)
-
-FAMILY_VARIABLE: Final = "WAVE_ACTORS_FAMILY"
-"""Environment variable that tags every process a stdio server starts."""
-
-_FIRST_POLL_INTERVAL: Final = 0.001
 # A scan of the process table that took less than this runs in the trio thread the next time.
 _INLINE_SCAN: Final = 0.002
-_POLL_INTERVAL: Final = 0.01
-_ROUNDS: Final = 3
-
-
-@attrs.frozen
-class Graces:
-    """How long each reclamation stage waits before escalating (seconds).
-
-    The defaults bound ``destroy_session`` at about 0.5 s for a server that
-    ignores stdin EOF and about 1 s for one that ignores SIGTERM too. Measured
-    on a 2-core Linux machine (python 3.11, node 20), from stdin EOF after
-    ``initialize`` and ``tools/list`` to the exit, quiet machine / loaded by
-    parallel test runs (load average 3 to 9):
-
-    - a stdlib Python server (``wave_actors.testing.fault_server_entry()``):
-      1.1-1.2 ms / p50 1.8-3.4 ms, max 32 ms;
-    - node ``@modelcontextprotocol/server-everything`` (stdio): 12-20 ms once
-      it has run for a second; 164-420 ms when closed 0.2 s after it started,
-      330-490 ms right after ``initialize`` (a start-up timer keeps it alive);
-    - the SDK's own Python server (``reference_server_entry()``): 114-242 ms /
-      p50 310-760 ms, max 1.4 s. It stops serving within a millisecond; the
-      rest is the interpreter tearing down its modules (a garbage collection
-      alone takes ~110 ms).
-
-    and from SIGTERM to the exit, stdin still open: 1-12 ms for all three.
-    So the EOF grace lets a node server that has run for a second, and the
-    SDK's server on a quiet machine, exit by themselves twice over; SIGTERM
-    may cut short node closed right after its start, or the SDK's server on
-    a loaded machine, which loses nothing: they have stopped serving. The
-    TERM grace leaves a server with a SIGTERM handler half a second to clean
-    up. Per server, an entry's ``shutdown`` sets its own (R-KILL-9).
-
-    :param eof: after closing stdin, for the server to exit on its own.
-    :param term: after SIGTERM, before SIGKILL.
-    :param kill: after SIGKILL, for the kernel to finish; only an unkillable
-        process (stuck in uninterruptible I/O) runs this out, and is then
-        reported and abandoned.
-    """
-
-    eof: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    term: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    kill: float = attrs.field(default=2.0, validator=attrs.validators.ge(0))
-
-    @property
-    def total(self) -> float:
-        """The longest reclamation can take, plus a little for scanning."""
-        return self.eof + self.term + self.kill + 1.0
-
-
-def family_tag() -> str:
-    """A fresh value for :data:`FAMILY_VARIABLE`, unique to one spawn."""
-    return uuid.uuid4().hex
+# A process is read once per trio run, unless it was younger than this when
+# read: a fork that has not yet called setsid and exec'd shows its parent's
+# session and environment.
+_SETTLED_TICKS: Final = CLOCK_TICKS
+_CHILDREN_FILES: Final = children_listed()
 
 
 @attrs.frozen
@@ -169,74 +116,6 @@ def live_processes() -> Iterator[psutil.Process]:
             continue  # gone since the listing
 
 
-_PROC: Final = "/proc"
-_LINUX: Final = sys.platform.startswith("linux")
-_TICKS: Final = os.sysconf("SC_CLK_TCK") if _LINUX else 100
-# A process is read once per trio run, unless it was younger than this when
-# read: a fork that has not yet called setsid and exec'd shows its parent's
-# session and environment.
-_SETTLED_TICKS: Final = _TICKS
-# ``/proc/PID/task/TID/children`` exists when the kernel was built with CONFIG_PROC_CHILDREN (most are).
-_CHILDREN_FILES: Final = _LINUX and os.path.exists(f"{_PROC}/self/task/{os.getpid()}/children")
-
-
-def _read(path: str, *, whole: bool = False) -> bytes | None:
-    """A file of ``/proc``, or ``None`` if it cannot be read (the process is gone, or not ours).
-
-    Plain descriptors: a scan reads hundreds of these, and a file object costs more than the read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, 4096)
-        if whole and data:
-            chunks = [data]
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-            data = b"".join(chunks)
-        return data
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _read_stat(pid: int) -> ProcessStat | None:
-    """``/proc/PID/stat`` of a live process, or ``None`` when it is gone (Linux).
-
-    :func:`wave_actors._watchdog.linux.read_stat` with a plain descriptor: a
-    scan reads one per process, and a file object costs a third of the scan.
-    """
-    data = _read(f"{_PROC}/{pid}/stat")
-    if data is None:
-        return None
-    # The command name may hold spaces and parentheses: the fields start after the last ')'.
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:
-        return ProcessStat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _read_tag(pid: int) -> str | None:
-    """The process's :data:`FAMILY_VARIABLE`, or ``None`` (unset, or not ours to read) (Linux)."""
-    environ = _read(f"{_PROC}/{pid}/environ", whole=True)
-    if environ is None:
-        return None  # not ours to read (another user's): still found by parent and session
-    data = b"\0" + environ
-    key = b"\0" + FAMILY_VARIABLE.encode() + b"="
-    found = data.find(key)
-    if found < 0:
-        return None
-    return data[found + len(key) :].split(b"\0", 1)[0].decode(errors="replace")
-
-
-def _boot_ticks() -> int:
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS)
-
-
 @attrs.frozen
 class _Snapshot:
     """A scan's rows, and what tells the next scan which of them still hold.
@@ -248,28 +127,6 @@ class _Snapshot:
 
     rows: dict[int, _Row]
     forks: int | None = None
-
-
-def _read_forks() -> int | None:
-    """How many processes and threads the kernel has started since boot (Linux)."""
-    data = _read(f"{_PROC}/stat", whole=True)
-    if data is None:
-        return None
-    found = data.find(b"\nprocesses ")
-    if found < 0:
-        return None
-    try:
-        return int(data[found + 11 : data.find(b"\n", found + 1)])
-    except ValueError:
-        return None
-
-
-def _read_pid_max() -> int:
-    data = _read(f"{_PROC}/sys/kernel/pid_max")
-    try:
-        return int(data or b"32768")
-    except ValueError:
-        return 32768
 
 
 def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
@@ -285,9 +142,9 @@ def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     :data:`_SETTLED_TICKS` is read again; the environment of a process whose
     pid did come back is read again too.
     """
-    forks = _read_forks()
-    names = os.listdir(_PROC)
-    after = _read_forks()
+    forks = read_forks()
+    pids = read_pids()
+    after = read_forks()
     trusted = (
         previous is not None
         and previous.forks is not None
@@ -297,22 +154,19 @@ def _scan_linux(previous: _Snapshot | None, pid_max: int) -> _Snapshot:
     known = previous.rows if previous is not None else {}
     rows: dict[int, _Row] = {}
     me = os.getpid()
-    now = _boot_ticks()
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
+    now = boot_ticks()
+    for pid in pids:
         if pid == me:
             continue
         old = known.get(pid)
         if trusted and old is not None and old.settled:
             rows[pid] = old
             continue
-        stat = _read_stat(pid)
-        if stat is None or stat.state in ("Z", "X"):
+        stat = read_stat(pid)
+        if stat is None or stat.zombie:
             continue  # gone, or a zombie: nothing left to signal
         same = old is not None and old.start == stat.start and old.settled
-        tag = old.tag if same and old is not None else _read_tag(pid)
+        tag = old.tag if same and old is not None else read_environment_variable(pid, FAMILY_VARIABLE)
         rows[pid] = _Row(pid, stat.start, stat.ppid, stat.sid, tag, now - stat.start >= _SETTLED_TICKS)
     return _Snapshot(rows, forks)
 
@@ -352,8 +206,8 @@ def _open(pid: int, start: float) -> psutil.Process | None:
     """
     try:
         process = psutil.Process(pid)
-        if _LINUX:
-            stat = _read_stat(pid)
+        if LINUX:
+            stat = read_stat(pid)
             return process if stat is not None and stat.start == start else None
         return process if process.create_time() == start else None  # pragma: no cover - no /proc
     except psutil.Error:
@@ -382,25 +236,17 @@ def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[_Ro
 def _descendants_linux(pid: int) -> list[tuple[int, int]]:
     """``pid`` and its descendants as ``(pid, start)``, from ``/proc/PID/task/TID/children`` (blocking).
 
-    Costs a few reads per member, whatever the size of the process table. A
-    child is listed under the thread that forked it, so every thread is read.
+    Costs a few reads per member, whatever the size of the process table.
     """
     found: dict[int, int] = {}
     stack = [pid]
     while stack:
         current = stack.pop()
-        stat = _read_stat(current)
+        stat = read_stat(current)
         if stat is None or current in found:
             continue  # gone, or seen through another thread
         found[current] = stat.start
-        try:
-            threads = os.listdir(f"{_PROC}/{current}/task")
-        except OSError:
-            continue  # gone
-        for thread in threads:
-            listed = _read(f"{_PROC}/{current}/task/{thread}/children", whole=True)
-            if listed is not None:  # None: the thread ended
-                stack.extend(int(child) for child in listed.split())
+        stack.extend(read_children(current))
     return list(found.items())
 
 
@@ -412,7 +258,7 @@ class _ProcessTable:
         self._scanning = False
         self._completed = 0
         self._snapshot: _Snapshot | None = None
-        self._pid_max = _read_pid_max() if _LINUX else 0
+        self._pid_max = read_pid_max() if LINUX else 0
         self._inline = False  # whether the last scan was quick
 
     async def rows(self) -> dict[int, _Row]:
@@ -438,13 +284,13 @@ class _ProcessTable:
     def _rows_hold(self) -> bool:
         """Whether the next scan will read only the processes started since the last one."""
         previous = self._snapshot.forks if self._snapshot is not None else None
-        forks = _read_forks()
+        forks = read_forks()
         return previous is not None and forks is not None and forks - previous < self._pid_max // 2
 
     def _scan(self) -> _Snapshot:
         started = time.perf_counter()
-        snapshot = _scan_linux(self._snapshot, self._pid_max) if _LINUX else _Snapshot(_scan_psutil())
-        self._inline = _LINUX and time.perf_counter() - started < _INLINE_SCAN
+        snapshot = _scan_linux(self._snapshot, self._pid_max) if LINUX else _Snapshot(_scan_psutil())
+        self._inline = LINUX and time.perf_counter() - started < _INLINE_SCAN
         return snapshot
 
 
@@ -455,7 +301,7 @@ def _opened(members: Iterable[tuple[int, float]]) -> list[psutil.Process]:
     return [process for pid, start in members if (process := _open(pid, start)) is not None]
 
 
-async def _family(pid: int, tag: str | None) -> list[psutil.Process]:
+async def find_family(pid: int, tag: str | None) -> list[psutil.Process]:
     """Every member of the family alive now, by all three marks (a scan of the whole table)."""
     try:
         table = _TABLE.get()
@@ -465,7 +311,7 @@ async def _family(pid: int, tag: str | None) -> list[psutil.Process]:
     return _opened((row.pid, row.start) for row in _family_in(await table.rows(), pid, tag))
 
 
-async def _descendants(pid: int, tag: str | None) -> list[psutil.Process]:
+async def find_descendants(pid: int, tag: str | None) -> list[psutil.Process]:
     """``pid`` and its descendants now: what its death would hide (re-parented children).
 
     The other marks (session, tag) survive the server's death, so the scans
@@ -476,164 +322,4 @@ async def _descendants(pid: int, tag: str | None) -> list[psutil.Process]:
     if _CHILDREN_FILES:
         # Read in the trio thread: a handful of small files costs less than a hop to a worker thread.
         return _opened(_descendants_linux(pid))
-    return await _family(pid, tag)
-
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _reap_adopted(members: Iterable[psutil.Process], root: int) -> None:
-    """Collect the exit status of members that died as our children (a subreaper host adopts orphans, R-KILL-6).
-
-    Only a zombie whose parent is this process qualifies, and psutil checks
-    the creation time, so a pid reused by a child of the host's own is never
-    collected here; the root is trio's to wait for.
-    """
-    me = os.getpid()
-    for member in members:
-        if member.pid == root:
-            continue
-        try:
-            if member.is_running() and member.status() == psutil.STATUS_ZOMBIE and member.ppid() == me:
-                os.waitpid(member.pid, os.WNOHANG)
-        except (psutil.Error, ChildProcessError):
-            continue
-
-
-def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
-    for process in processes:
-        try:
-            # psutil checks the create time first, so a recycled pid is never hit.
-            process.send_signal(signum)
-        except psutil.Error:
-            continue
-
-
-async def _wait_gone(processes: list[psutil.Process], limit: float, reap: Callable[[], object]) -> list[psutil.Process]:
-    """Wait until none of ``processes`` is alive or ``limit`` passes; return the survivors."""
-    interval = _FIRST_POLL_INTERVAL
-    with trio.move_on_after(limit):
-        while True:
-            reap()
-            processes = [process for process in processes if _alive(process)]
-            if not processes:
-                return []
-            # Most processes die within a millisecond of a signal: look soon, then less often.
-            await trio.sleep(interval)
-            interval = min(interval * 2, _POLL_INTERVAL)
-    reap()
-    return [process for process in processes if _alive(process)]
-
-
-async def reclaim(
-    process: trio.Process,
-    *,
-    tag: str | None,
-    graces: Graces,
-    close_stdin: Callable[[], Awaitable[None]] | None,
-) -> list[int]:
-    """End ``process`` and its whole family; return the pids that survived.
-
-    Runs shielded and bounded by ``graces.total``: call it from a ``finally``.
-    If the bound runs out (a machine too loaded to scan in time), every member
-    found so far is sent SIGKILL before returning: none is left unsignalled.
-
-    :param process: the server, a child of this process.
-    :param tag: its :data:`FAMILY_VARIABLE` value.
-    :param graces: how long each stage waits.
-    :param close_stdin: closes the server's stdin (the polite stage); ``None``
-        skips straight to SIGTERM, as for a dial that was cancelled and has no
-        session to end politely.
-    :returns: pids still alive at the end (normally none).
-    """
-    known: dict[int, psutil.Process] = {}
-    leftovers: list[psutil.Process] = []
-
-    def reap() -> object:
-        return process.poll()
-
-    with trio.CancelScope(shield=True):
-        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            with trio.move_on_after(graces.total):
-                await _reclaim_windows(process, close_stdin, graces)
-            return [] if process.poll() is not None else [process.pid]
-        try:
-            with trio.move_on_after(graces.total) as bound:
-                await _stages(process, tag, graces, close_stdin, known, reap)
-            if bound.cancelled_caught:
-                logger.warning(
-                    "reclaiming pid %d ran past %.1f s; sending SIGKILL to the %d member(s) found",
-                    process.pid,
-                    graces.total,
-                    len(known),
-                )
-        finally:
-            # Whatever happened above, nothing found is left unsignalled.
-            leftovers = [member for member in known.values() if _alive(member)]
-            if leftovers:
-                _signal_all(leftovers, signal.SIGKILL)
-                leftovers = await _wait_gone(leftovers, graces.kill, reap)
-            _reap_adopted(known.values(), process.pid)
-    if leftovers:
-        logger.warning("pids %s survived SIGKILL; abandoning them", [member.pid for member in leftovers])
-    return [member.pid for member in leftovers]
-
-
-async def _stages(
-    process: trio.Process,
-    tag: str | None,
-    graces: Graces,
-    close_stdin: Callable[[], Awaitable[None]] | None,
-    known: dict[int, psutil.Process],
-    reap: Callable[[], object],
-) -> None:
-    """EOF, SIGTERM, SIGKILL, recording every member found into ``known``."""
-
-    def record(members: list[psutil.Process]) -> list[psutil.Process]:
-        for member in members:
-            known.setdefault(member.pid, member)
-        return list(known.values())
-
-    async def rescan() -> list[psutil.Process]:
-        return record(await _family(process.pid, tag))
-
-    # Before any signal: the server's children re-parent once it dies, and
-    # then only the other two marks find them.
-    record(await _descendants(process.pid, tag))
-    if close_stdin is not None:
-        await close_stdin()
-        with trio.move_on_after(graces.eof):
-            await process.wait()
-    # A member may fork between a scan and the signal that would have caught
-    # it; once the server is dead nothing new appears, so a few rounds settle it.
-    for _ in range(_ROUNDS):
-        survivors = await _wait_gone(await rescan(), 0, reap)
-        if not survivors:
-            return
-        _signal_all(survivors, signal.SIGTERM)
-        survivors = await _wait_gone(survivors, graces.term, reap)
-        if survivors:
-            logger.info("pids %s ignored SIGTERM; sending SIGKILL", [member.pid for member in survivors])
-            _signal_all(survivors, signal.SIGKILL)
-            survivors = await _wait_gone(survivors, graces.kill, reap)
-        if survivors:
-            return  # unkillable; reported by the caller
-
-
-async def _reclaim_windows(
-    process: trio.Process, close_stdin: Callable[[], Awaitable[None]] | None, graces: Graces
-) -> None:  # pragma: no cover - exercised on Windows only
-    if close_stdin is not None:
-        await close_stdin()
-        with trio.move_on_after(graces.eof):
-            await process.wait()
-    # taskkill /T walks the tree by parent pid: it must run while the server is alive.
-    await trio.run_process(
-        ["taskkill", "/PID", str(process.pid), "/T", "/F"], check=False, capture_stdout=True, capture_stderr=True
-    )
-    with trio.move_on_after(graces.kill):
-        await process.wait()
+    return await find_family(pid, tag)

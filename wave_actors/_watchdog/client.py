@@ -3,7 +3,7 @@
 A :class:`Watchdog` keeps one watchdog process (:mod:`.program`) alive for
 as long as its host runs. Each watchdog gets a fresh Unix socket pair: the
 host keeps one end, the watchdog reads the other as its stdin. The host's
-end is a :class:`~wave_actors._watchdog.families.Listener` of the process's
+end is a :class:`~wave_actors._family.registry.Listener` of the process's
 family registry, attached *before* the watchdog is spawned, so the snapshot
 of live families and every later change wait in the socket's buffer
 whatever the watchdog's start-up time.
@@ -34,9 +34,10 @@ from typing import Final
 
 import trio
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE
-from wave_actors._watchdog.families import FamilyRegistry
-from wave_actors._watchdog.linux import read_stat, reap_if_adopted
+from wave_actors._family.procfs import read_stat
+from wave_actors._family.registry import FamilyRegistry
+from wave_actors._family.tag import FAMILY_VARIABLE
+from wave_actors._watchdog.subreaper import reap_if_adopted
 
 __all__ = ["PROGRAM", "Watchdog"]
 

@@ -4,6 +4,10 @@
 the host's own nursery, so it opens before the first session and closes
 after the last one has been destroyed: by then every family has been
 reclaimed and the watchdog is released, never left behind.
+
+:func:`default_protection` says what a host opened with the defaults would
+report, without opening one: ``wave-actors servers`` prints it for the
+commands that dial.
 """
 
 from __future__ import annotations
@@ -16,13 +20,13 @@ from typing import Final
 import attrs
 import trio
 
+from wave_actors._family.parent_death import parent_death_signal_available
+from wave_actors._family.procfs import LINUX
+from wave_actors._family.registry import registry
 from wave_actors._watchdog.client import Watchdog
-from wave_actors._watchdog.families import registry
-from wave_actors._watchdog.linux import LINUX
-from wave_actors._watchdog.parent_death import parent_death_signal_available
 from wave_actors._watchdog.subreaper import keep_reaping
 
-__all__ = ["OrphanGuard", "OrphanProtection", "open_orphan_guard"]
+__all__ = ["OrphanGuard", "OrphanProtection", "default_protection", "open_orphan_guard"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +58,23 @@ class OrphanProtection:
     watchdog_replacements: int
     subreaper: bool
     parent_death_signal: bool
+
+
+def default_protection() -> OrphanProtection:
+    """What a host opened with ``Host.open()``'s defaults would report, read from the platform alone (R-KILL-7).
+
+    The defaults are a watchdog, which :func:`open_orphan_guard` starts on
+    Linux only, and no subreaper mode; servers get the parent-death signal
+    wherever the spawn can ask for it. Starts nothing (no watchdog runs, so
+    its pid is ``None``) and imports nothing the package has not.
+    """
+    return OrphanProtection(
+        watchdog=LINUX,
+        watchdog_pid=None,
+        watchdog_replacements=0,
+        subreaper=False,
+        parent_death_signal=parent_death_signal_available(),
+    )
 
 
 class OrphanGuard:

@@ -3,7 +3,10 @@
 Run it by file path (``python -I -S path/to/program.py``), never with ``-m``:
 it uses the standard library only, so it starts in milliseconds and costs a
 few megabytes. :mod:`wave_actors._watchdog.client` starts it, and is the
-only thing that speaks to it.
+only thing that speaks to it. It reads ``/proc`` with the library's one
+reader, :mod:`wave_actors._family.procfs` (stdlib only too), which it loads
+without the package's ``__init__`` and the runtime that imports (see below
+the imports).
 
 It detaches at once (forks; the first process exits), so it is not in its
 host's process tree: whatever kills the host's tree or process group
@@ -31,7 +34,7 @@ watchdog to host
 - ``ready PID START``: sent once detached, naming the watchdog itself.
 
 At end of file without ``release``, the host is gone: every family still
-registered is reclaimed with the stages of :mod:`wave_actors._transport.proctree`
+registered is reclaimed with the stages of :mod:`wave_actors._transport.reclamation`
 -- found by tag, by session and by descendance, snapshotted before any
 signal; the servers already have end of file on stdin (the host's end of
 their pipes died with it), so the roots get their EOF grace, then every
@@ -46,7 +49,18 @@ import os
 import signal
 import sys
 import time
+import types
 from typing import Final, NoReturn
+
+if "wave_actors" not in sys.modules:
+    # Run by path: importing the package would run its __init__, which imports the whole
+    # runtime (trio, attrs, ...): tens of milliseconds, and not even importable under -S.
+    # An empty package object in its place lets the stdlib-only leaf load alone.
+    _package = types.ModuleType("wave_actors")
+    _package.__path__ = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    sys.modules["wave_actors"] = _package
+
+from wave_actors._family.procfs import ProcessStat, read_environment_variable, read_pids, read_stat
 
 BUDGET: Final = 1.6
 """Seconds from noticing the host's death to the last SIGKILL."""
@@ -80,41 +94,18 @@ def _log(message: str) -> None:
         pass  # nobody is listening any more: the host's stderr may have died with it
 
 
-def _stat(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, sid, start) from ``/proc/<pid>/stat``; ``None`` when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        fields = data[data.rindex(b")") + 2 :].split()
-        return fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _tag(pid: int, prefix: bytes) -> str | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            environ = handle.read()
-    except OSError:
-        return None  # gone, or not ours to read: found by session and parent instead
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
-
-
 class Reclaimer:
     """Finds the members of the registered families and ends them in stages."""
 
     def __init__(self, families: list[Family], variable: str) -> None:
         self.families = families
-        self.prefix = variable.encode() + b"="
+        self.variable = variable
         self.known: dict[int, int] = {}  # pid -> start
         self.me = os.getpid()
 
     def alive(self, pid: int, start: int) -> bool:
-        stat = _stat(pid)
-        return stat is not None and stat[0] not in ("Z", "X") and stat[3] == start
+        stat = read_stat(pid)
+        return stat is not None and not stat.zombie and stat.start == start
 
     def survivors(self) -> list[int]:
         return [pid for pid, start in self.known.items() if self.alive(pid, start)]
@@ -123,24 +114,25 @@ class Reclaimer:
         """Record every live member of every family (and their descendants) into :attr:`known`."""
         tags = {family.tag for family in self.families}
         roots = {family.root: family.start for family in self.families if family.root is not None}
-        rows: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, sid, start)
+        rows: dict[int, ProcessStat] = {}
         members: set[int] = set()
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == self.me:
+        for pid in read_pids():
+            if pid == self.me:
                 continue
-            pid = int(name)
-            stat = _stat(pid)
-            if stat is None or stat[0] in ("Z", "X"):
+            stat = read_stat(pid)
+            if stat is None or stat.zombie:
                 continue
-            state_, ppid, sid, start = stat
-            del state_
-            rows[pid] = (ppid, sid, start)
+            rows[pid] = stat
             # A pid in use as a session id is never reused while the session has members.
-            if roots.get(pid) == start or sid in roots or _tag(pid, self.prefix) in tags:
+            if (
+                roots.get(pid) == stat.start
+                or stat.sid in roots
+                or read_environment_variable(pid, self.variable) in tags
+            ):
                 members.add(pid)
         children: dict[int, list[int]] = {}
-        for pid, (ppid, _sid, _start) in rows.items():
-            children.setdefault(ppid, []).append(pid)
+        for pid, stat in rows.items():
+            children.setdefault(stat.ppid, []).append(pid)
         stack = list(members)
         while stack:
             for child in children.get(stack.pop(), ()):
@@ -148,7 +140,7 @@ class Reclaimer:
                     members.add(child)
                     stack.append(child)
         for pid in members:
-            self.known.setdefault(pid, rows[pid][2])
+            self.known.setdefault(pid, rows[pid].start)
 
     def signal(self, pids: list[int], signum: int) -> None:
         for pid in pids:
@@ -261,9 +253,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # Its own session already (the host starts it so): no terminal's Ctrl-C or hangup is meant for it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    stat = _stat(os.getpid())
+    stat = read_stat(os.getpid())
     try:
-        os.write(0, f"ready {os.getpid()} {stat[3] if stat else 0}\n".encode())
+        os.write(0, f"ready {os.getpid()} {stat.start if stat else 0}\n".encode())
     except OSError:
         pass  # the host is gone already: what it registered is read below all the same
     registry = Registry()

@@ -11,9 +11,10 @@ waits for itself, nor a server that trio waits for. So only *adopted family
 members* are reaped: children of ours that are not a server (a family's root)
 and that either carry the tag of a live family (read while they are alive:
 a zombie's environment is gone) or belong to a server's session.
-:func:`~wave_actors._transport.proctree.reclaim` collects the members it
+:func:`~wave_actors._transport.reclamation.reclaim` collects the members it
 killed; :func:`keep_reaping` collects those that exit by themselves, once a
-second.
+second. The watchdog's client collects a watchdog re-parented to the host
+the same way (:func:`reap_if_adopted`).
 
 The mode is process-wide: the first host that asks turns it on, the last one
 to close turns it off again (unless the process was a subreaper before).
@@ -29,19 +30,12 @@ from typing import Final
 
 import trio
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE
-from wave_actors._watchdog.families import FamilyRegistry
-from wave_actors._watchdog.linux import (
-    PR_GET_CHILD_SUBREAPER,
-    PR_SET_CHILD_SUBREAPER,
-    children,
-    family_tag_of,
-    prctl,
-    read_stat,
-    reap_if_adopted,
-)
+from wave_actors._family.prctl import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
+from wave_actors._family.procfs import read_children, read_environment_variable, read_stat
+from wave_actors._family.registry import FamilyRegistry
+from wave_actors._family.tag import FAMILY_VARIABLE
 
-__all__ = ["keep_reaping", "reap_adopted"]
+__all__ = ["keep_reaping", "reap_adopted", "reap_if_adopted", "subreaper_active"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +83,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
+def reap_if_adopted(pid: int, start: int | None = None) -> bool:
+    """Collect ``pid``'s exit status if it is a zombie child of ours (and started at ``start``).
+
+    Only a zombie whose parent is this process can be collected, and nobody
+    else can collect it meanwhile, so the pid cannot be reused between the
+    check and the ``waitpid``.
+
+    :returns: whether it was reaped.
+    """
+    stat = read_stat(pid)
+    if stat is None or not stat.zombie or stat.ppid != os.getpid() or (start is not None and stat.start != start):
+        return False
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+
 def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
     """One look at our children: remember adopted members, collect those that exited.
 
@@ -99,7 +112,7 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
     families = registry.families()
     roots = {family.root for family in families if family.root is not None}
     tags = {family.tag for family in families}
-    present = set(children())
+    present = set(read_children(os.getpid()))
     for pid in [pid for pid in adopted if pid not in present]:
         del adopted[pid]
     reaped = 0
@@ -111,7 +124,7 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
             if (adopted.get(pid) == stat.start or stat.sid in roots) and reap_if_adopted(pid, stat.start):
                 reaped += 1
             adopted.pop(pid, None)
-        elif pid not in adopted and (stat.sid in roots or family_tag_of(pid, FAMILY_VARIABLE) in tags):
+        elif pid not in adopted and (stat.sid in roots or read_environment_variable(pid, FAMILY_VARIABLE) in tags):
             adopted[pid] = stat.start
     return reaped
 

@@ -39,7 +39,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final, Literal, cast
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE as _FAMILY_VARIABLE
+from wave_actors._family.tag import FAMILY_VARIABLE as _FAMILY_VARIABLE
 from wave_actors.testing._census import (
     describe as describe,
     is_alive as is_alive,
@@ -113,6 +113,7 @@ def fault_server_entry(
     json_rpc_error: Iterable[str] = (),
     malformed_answer: Iterable[str] = (),
     invalid_schema: Iterable[str] = (),
+    named_tool: Iterable[str] = (),
     deep_schema: int | None = None,
     progress_tool: bool = False,
     silent_list_changes: bool = False,
@@ -153,6 +154,9 @@ def fault_server_entry(
         that is not an object (a broken server).
     :param invalid_schema: echo-like tools to add whose ``inputSchema`` is
         ``{"type": "array"}``, which MCP rejects (an input schema describes an object).
+    :param named_tool: echo-like tools to add under these names, any
+        characters (escape sequences, line separators, invisible characters),
+        each described as ``Extra tool {name}; ...``: a hostile server's names.
     :param deep_schema: add a tool ``deep`` whose ``inputSchema`` nests
         ``properties`` this many levels deep (two JSON levels each).
     :param progress_tool: add a tool ``progress {steps}`` that sends ``steps``
@@ -210,6 +214,7 @@ def fault_server_entry(
         ("--json-rpc-error", json_rpc_error),
         ("--malformed-answer", malformed_answer),
         ("--invalid-schema", invalid_schema),
+        ("--named-tool", named_tool),
     )
     for flag, tools_named in named:
         for tool in [tools_named] if isinstance(tools_named, str) else tools_named:

@@ -17,8 +17,10 @@ of your own is what attributes a family to *your* program.
 Zombies never count: a zombie has exited, and only its exit status waits to be
 collected by its parent (an orphan's by init, which some containers do late).
 
-Everything here reads ``/proc`` and blocks for a few milliseconds per few
-hundred processes: from trio, call it through ``trio.to_thread.run_sync``.
+Everything here reads ``/proc`` (environments through the library's one reader,
+:mod:`wave_actors._family.procfs`; the rest through psutil) and blocks for a few
+milliseconds per few hundred processes: from trio, call it through
+``trio.to_thread.run_sync``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Final
 
 import psutil
 
+from wave_actors._family.procfs import LINUX, read_environment_variable
 from wave_actors._transport.proctree import live_processes
 
 __all__ = [
@@ -68,11 +71,14 @@ def _descendants(me: psutil.Process) -> list[psutil.Process]:
 
 
 def _carries(process: psutil.Process, mark_variable: str, mark: str | None) -> bool:
-    try:
-        environ = process.environ()
-    except (psutil.Error, OSError):
-        return False  # gone, or not ours to read
-    return mark_variable in environ and (mark is None or environ[mark_variable] == mark)
+    if LINUX:
+        value = read_environment_variable(process.pid, mark_variable)  # None: unset, gone, or not ours to read
+    else:  # pragma: no cover - platforms without /proc
+        try:
+            value = process.environ().get(mark_variable)
+        except (psutil.Error, OSError):
+            return False  # gone, or not ours to read
+    return value is not None and (mark is None or value == mark)
 
 
 def process_census(

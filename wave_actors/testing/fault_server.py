@@ -29,6 +29,9 @@ Malformed output, as hostile or broken servers write it:
   result is not an object.
 * ``--invalid-schema TOOL`` adds an echo-like TOOL whose ``inputSchema`` is
   ``{"type": "array"}``, which MCP forbids (it must describe an object).
+* ``--named-tool NAME`` adds an echo-like tool of any NAME, whose description
+  repeats it: a server that puts escape sequences, line separators or
+  invisible characters in what a terminal or a model is shown.
 * ``--deep-schema LEVELS`` adds a tool ``deep`` whose ``inputSchema`` nests
   ``properties`` LEVELS levels deep (each level is two JSON levels).
 * ``--random-stdout BYTES`` writes that many random bytes to stdout at start,
@@ -137,6 +140,13 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         help='add an echo-like TOOL whose inputSchema is {"type": "array"} (repeatable)',
     )
     parser.add_argument(
+        "--named-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="add an echo-like tool NAME, any characters, whose description repeats it (repeatable)",
+    )
+    parser.add_argument(
         "--deep-schema",
         type=int,
         default=None,
@@ -224,6 +234,7 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
         tools.append(_extra_tool(f"tool_{index}"))
     for name in options.invalid_schema:
         tools.append({**_extra_tool(name), "inputSchema": {"type": "array"}})
+    tools.extend(_extra_tool(name) for name in options.named_tool)
     if options.deep_schema is not None:
         tools.append({**_extra_tool("deep"), "inputSchema": _deep_schema(options.deep_schema)})
     if options.progress_tool:

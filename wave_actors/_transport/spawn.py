@@ -1,9 +1,8 @@
-"""Spawning a stdio server that the kernel signals when its host dies (``PR_SET_PDEATHSIG``, R-KILL-7).
+"""Spawning a stdio server: its own session, on pipes, with a parent-death signal where available (R-KILL-7).
 
-The server asks for SIGTERM on its parent's death before it runs, and the
-request survives the exec. SIGTERM, not SIGKILL: a server that forwards it
-(``npx``, shells, supervisors) takes its own children down with it, and the
-watchdog follows with SIGKILL where it does not.
+What the signal is, and how a server asks for it (``setpriv --pdeathsig``,
+or ``prctl`` between fork and exec), is the family's:
+:mod:`wave_actors._family.parent_death`. This module runs the spawn.
 
 .. note:: The "parent" of ``PR_SET_PDEATHSIG`` is the *thread* that spawned,
    not the process: the signal fires when that thread exits, even though the
@@ -15,22 +14,6 @@ watchdog follows with SIGKILL where it does not.
    needed) that live as long as the process and do nothing else, and the
    result is wrapped into a :class:`trio.Process` as ``open_process`` would
    (the same pipes, trio's ``Process`` constructor).
-
-How the request is made. It is a ``prctl`` call in the new process before
-it execs the server. Made by Python code there (``preexec_fn``), it makes
-Python ``fork`` instead of ``vfork``, and a fork is dear in a host: it copies
-the host's page tables under the GIL (5 to 7 ms per spawn in a 75 MB host,
-17 ms at 275 MB, against 0.2 ms for ``vfork``), and leaves every page of the
-host copy-on-write, so the host's threads then fault on their next write to
-each. Dialing 20 stdio servers that way cost the host 230 ms of CPU (the
-event loop's thread 130 ms) where the bare SDK's same dials cost 50 ms, and
-the turn took 1.3 to 1.5 times as long. So where util-linux's ``setpriv``
-can make the request (``--pdeathsig``, util-linux 2.33 and later; found once,
-by a trial run, :func:`find_setpriv`), the server is ``vfork``-ed through it:
-``setpriv --pdeathsig SIGTERM -- argv...`` makes the call and execs the server
-in the same process (same pid, session, environment and ``argv``; the
-family tag is in the environment from the start), for about 1 ms of CPU in
-the new process. The host's CPU for those 20 dials drops to 50 to 80 ms.
 
 ``setpriv`` reports a command it cannot run only as an exit status, so the
 command is looked up first as ``exec`` would (:func:`check_command`), and a
@@ -45,16 +28,19 @@ spawn, still reclaims it.
 Without a usable ``setpriv`` the request is the ``preexec_fn`` fork, with a
 check that the host did not die between the fork and the ``prctl``.
 
-Either way the spawner thread tells the family registry the server's pid
-(:meth:`~wave_actors._watchdog.families.FamilyRegistry.started`, by the tag
-in its environment) as soon as it has it: the watchdog learns the root
-before the event loop even resumes, and the event loop makes none of those
-system calls (``/proc``, the watchdog's socket), each of which cost it a
-wait for the GIL while the spawner threads ran -- 12 ms per 20 dials.
+Either way the spawner thread reports the server's pid (``on_spawned``; the
+stdio transport tells the family registry,
+:meth:`~wave_actors._family.registry.FamilyRegistry.started`) as soon as it
+has it: the watchdog learns the root before the event loop even resumes,
+and the event loop makes none of those system calls (``/proc``, the
+watchdog's socket), each of which cost it a wait for the GIL while the
+spawner threads ran -- 12 ms per 20 dials.
 
-Where any of that is unavailable (not Linux; a trio without the constructor)
+Where the signal is unavailable (not Linux; a trio without the constructor)
 :func:`open_server_process` is ``trio.lowlevel.open_process`` and nothing
 else changes: the watchdog still guards the family.
+
+The only caller is :func:`~wave_actors._transport.stdio.open_stdio_transport`.
 """
 
 from __future__ import annotations
@@ -64,8 +50,6 @@ import functools
 import logging
 import os
 import queue
-import shutil
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -73,69 +57,21 @@ from typing import Final
 
 import trio
 
-from wave_actors._transport.proctree import FAMILY_VARIABLE
-from wave_actors._watchdog.families import registry as families
-from wave_actors._watchdog.linux import PR_SET_PDEATHSIG, PRCTL_AVAILABLE, prctl
+from wave_actors._family.parent_death import (
+    ask_for_parent_death_signal,
+    find_setpriv,
+    parent_death_signal_available,
+    setpriv_argv,
+)
 
-__all__ = ["PARENT_DEATH_SIGNAL", "open_server_process", "parent_death_signal_available"]
+__all__ = ["check_command", "open_server_process"]
 
 logger = logging.getLogger(__name__)
 
-PARENT_DEATH_SIGNAL: Final = signal.SIGTERM
-"""What a server receives when its host dies."""
-
-
-_AVAILABLE: Final = PRCTL_AVAILABLE and hasattr(trio.Process, "_create")
-
-# Where setpriv is looked for besides the host's own PATH.
-_SETPRIV_PATH: Final = "/usr/bin:/bin:/usr/sbin:/sbin"
-_PROBE_LIMIT: Final = 5.0
 # Spawner threads at most. One spawns 20 servers one after the other, each
 # waiting for the GIL at every system call while the event loop is busy with
 # the servers already up; four overlap those waits. An idle one costs ~28 KiB.
 _SPAWNER_THREADS: Final = 4
-
-
-def parent_death_signal_available() -> bool:
-    """Whether servers are spawned with a parent-death signal here."""
-    return _AVAILABLE
-
-
-def _ask_for_parent_death_signal(host: int) -> None:
-    """In the child, after fork and before exec: signal me when my parent thread dies."""
-    prctl(PR_SET_PDEATHSIG, PARENT_DEATH_SIGNAL)
-    # The host may have died between fork and prctl: then no signal would ever come.
-    if os.getppid() != host:
-        os._exit(1)
-
-
-def _setpriv_argv(setpriv: str, argv: Sequence[str]) -> list[str]:
-    return [setpriv, "--pdeathsig", PARENT_DEATH_SIGNAL.name, "--", *argv]
-
-
-def find_setpriv() -> str | None:
-    """The path of a ``setpriv`` that sets the parent-death signal and execs, or ``None``.
-
-    Blocking: a trial run of ``setpriv --pdeathsig SIGTERM -- setpriv --version``
-    (two execs of a small binary, a few milliseconds). The spawner thread runs it once.
-    """
-    search = os.pathsep.join(part for part in (os.environ.get("PATH", ""), _SETPRIV_PATH) if part)
-    found = shutil.which("setpriv", path=search)
-    if found is None:
-        return None
-    setpriv = os.path.abspath(found)
-    try:
-        trial = subprocess.run(
-            _setpriv_argv(setpriv, [setpriv, "--version"]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=_PROBE_LIMIT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return setpriv if trial.returncode == 0 else None
 
 
 def check_command(command: str, env: Mapping[str, str], cwd: str | None) -> None:
@@ -236,12 +172,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spawner_in_child)
 
 
-async def open_server_process(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> trio.Process:
+async def open_server_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    on_spawned: Callable[[int], None] | None = None,
+) -> trio.Process:
     """Start a server in a session of its own, on pipes, with a parent-death signal where available.
 
     :param argv: the command line.
     :param env: its whole environment.
     :param cwd: its working directory (``None``: ours).
+    :param on_spawned: called with the server's pid by the spawner thread, as
+        soon as it has it, where the signal is available (otherwise not at
+        all: the caller reports the pid itself once this returns). It runs
+        outside trio, and what it raises is logged and dropped.
     :raises OSError: it cannot be started.
     """
     if not parent_death_signal_available():
@@ -278,22 +224,21 @@ async def open_server_process(argv: Sequence[str], *, env: Mapping[str, str], cw
         try:
             if setpriv is None:
                 host = os.getpid()
-                spawned.append(popen(list(argv), preexec_fn=functools.partial(_ask_for_parent_death_signal, host)))
+                spawned.append(popen(list(argv), preexec_fn=functools.partial(ask_for_parent_death_signal, host)))
             else:
                 check_command(argv[0], environment, cwd)
-                spawned.append(popen(_setpriv_argv(setpriv, argv)))
+                spawned.append(popen(setpriv_argv(setpriv, argv)))
         except BaseException as error:  # handed to the waiting task, which raises it
             failed.append(error)
         else:
             # Told from here, at once: the event loop makes no system call for it (reading
             # /proc, writing to the watchdog), and waits for no GIL after each. The
             # transport says it again, so a failure here loses nothing.
-            tag = environment.get(FAMILY_VARIABLE)
             try:
-                if tag is not None:
-                    families.started(tag, spawned[0].pid)
+                if on_spawned is not None:
+                    on_spawned(spawned[0].pid)
             except Exception:  # this thread must never end, and the waiter must be woken
-                logger.debug("could not report the root of family %s", tag, exc_info=True)
+                logger.debug("could not report the spawn of pid %d", spawned[0].pid, exc_info=True)
         token.run_sync_soon(done.set)  # the waiter is shielded: its run is still there
 
     try:

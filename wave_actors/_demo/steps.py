@@ -1,32 +1,16 @@
-"""``wave-actors demo``: a self-contained walkthrough of the guarantees, on bundled servers.
-
-One :class:`~wave_actors.Host`, two sessions, no configuration read: the
-servers are constructor entries for the bundled stdlib fault server and the
-MCP SDK's reference server, and the host's home and the sessions' workdir are
-empty temporary directories. Each step says what it expects, checks it and
-prints ✓ or ✗; the run fails (exit 1) if any check does.
-
-Processes are counted by :func:`wave_actors.testing.process_census`: the
-descendants of this process, plus any process whose environment carries this
-run's mark (every server entry overlays it, and servers pass their environment
-to their children), which finds ``setsid`` or re-parented grandchildren too.
-The mark is fresh for every run, so other programs' processes never count.
-"""
+"""The demo's steps, on one host: each says what it expects, checks it, and counts the processes left."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-import uuid
-from typing import Final, TextIO
+from typing import Final
 
-import attrs
 import trio
 
-from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, Session, WaveActorsError, reclaim_on_signals
-from wave_actors._console import EXIT_FAILURE, EXIT_OK, json_text, one_line, run_unwrapped, status_table
+from wave_actors import Host, LoadMode, ServerState, ServerUnavailable, Session, WaveActorsError
+from wave_actors._demo.report import Walkthrough
 from wave_actors.testing import (
     StateNotReached,
     fault_server_entry,
@@ -35,7 +19,7 @@ from wave_actors.testing import (
     wait_for_state,
 )
 
-__all__ = ["run_demo"]
+__all__ = ["ECHO_INIT_DELAY", "NOTES_INIT_DELAY", "RUN_VARIABLE", "SLOW_INIT_DELAY", "Demo", "count_processes"]
 
 RUN_VARIABLE: Final = "WAVE_ACTORS_DEMO_RUN"
 """Overlaid on every demo server's environment, to find its processes however they were re-parented."""
@@ -43,71 +27,8 @@ RUN_VARIABLE: Final = "WAVE_ACTORS_DEMO_RUN"
 ECHO_INIT_DELAY: Final = 1.0
 NOTES_INIT_DELAY: Final = 2.0
 SLOW_INIT_DELAY: Final = 5.0
-_DEMO_TIME_LIMIT: Final = 45.0
 _RECONNECT_TIMEOUT: Final = 10.0
 _POLL_INTERVAL: Final = 0.02
-
-
-@attrs.frozen
-class Check:
-    """One expectation of one step, and whether it held.
-
-    :param ok: whether it held.
-    :param text: what was checked, with the measured values.
-    """
-
-    ok: bool
-    text: str
-
-
-@attrs.define
-class Step:
-    """One step of the walkthrough and its checks."""
-
-    number: int
-    title: str
-    checks: list[Check] = attrs.field(factory=list[Check])
-
-
-@attrs.define
-class _Walkthrough:
-    out: TextIO
-    as_json: bool
-    marks: tuple[str, str]
-    steps: list[Step] = attrs.field(factory=list[Step])
-
-    def step(self, title: str) -> None:
-        self.steps.append(Step(len(self.steps) + 1, title))
-        self._print(f"\n{len(self.steps)}. {title}")
-
-    def check(self, ok: bool, text: str) -> bool:
-        self.steps[-1].checks.append(Check(ok, text))
-        self._print(f"   {self.marks[0] if ok else self.marks[1]} {text}")
-        return ok
-
-    def show(self, text: str) -> None:
-        self._print(text)
-
-    def table(self, host: Host) -> None:
-        rows = [(session.id, status) for session in host.sessions() for status in session.servers()]
-        self._print(status_table(rows, indent="   ") if rows else "   (no live sessions)")
-
-    def _print(self, text: str) -> None:
-        if not self.as_json:
-            self.out.write(text + "\n")
-            self.out.flush()
-
-    @property
-    def failed(self) -> list[Check]:
-        return [check for step in self.steps for check in step.checks if not check.ok]
-
-
-def _marks(out: TextIO) -> tuple[str, str]:
-    try:
-        "✓✗".encode(out.encoding or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return ("OK  ", "FAIL")
-    return ("✓", "✗")
 
 
 def count_processes(run: str) -> int:
@@ -120,10 +41,10 @@ def _text(result: object) -> str:
     return " ".join(getattr(block, "text", f"[{getattr(block, 'type', '?')}]") for block in content)
 
 
-class _Demo:
+class Demo:
     """The steps, sharing one host and the processes counted between them."""
 
-    def __init__(self, walk: _Walkthrough, host: Host, run: str) -> None:
+    def __init__(self, walk: Walkthrough, host: Host, run: str) -> None:
         self.walk = walk
         self.host = host
         self.run = run
@@ -374,99 +295,3 @@ class _Demo:
         )
         await self.host.destroy_session(chat.id)
         walk.check(not self.host.sessions(), "destroying it again is a no-op (idempotent); no live sessions")
-
-
-async def _walkthrough(walk: _Walkthrough, run: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="wave-actors-demo-") as directory:
-        home = os.path.join(directory, "home")
-        workdir = os.path.join(directory, "project")
-        os.mkdir(home)
-        os.mkdir(workdir)
-        demo: _Demo | None = None
-
-        async def hook(session: Session) -> None:
-            if demo is not None:
-                await demo.before_destroy(session)
-
-        async with Host.open(home=home, before_destroy=[hook]) as host:
-            demo = _Demo(walk, host, run)
-            chat, slow = await demo.create(workdir)
-            await demo.first_turn(chat)
-            await demo.calls(chat)
-            await demo.manual_disconnect(chat)
-            await demo.crash(chat)
-            await demo.destroy_mid_dial(chat, slow)
-            await demo.destroy(chat)
-
-
-def _intro(walk: _Walkthrough) -> None:
-    walk.show(
-        "wave-actors demo: one Host, two sessions, servers given by the host (no configuration read)\n"
-        f"  echo       bundled fault server (stdlib only), init delay {ECHO_INIT_DELAY:.1f} s\n"
-        f"  notes      bundled fault server, init delay {NOTES_INIT_DELAY:.1f} s, spawns a setsid grandchild\n"
-        "  reference  the MCP SDK's reference server (MCPServer over stdio)\n"
-        f"  slow       bundled fault server, init delay {SLOW_INIT_DELAY:.1f} s (session chat-2)"
-    )
-
-
-def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
-    """Run the walkthrough, print it, and return the exit code.
-
-    :param out: where the walkthrough is printed.
-    :param as_json: print one JSON document (steps, checks, processes left) instead.
-    :returns: 0 when every check held and no process is left, 1 otherwise.
-    """
-    run = uuid.uuid4().hex
-    walk = _Walkthrough(out, as_json, _marks(out))
-    _intro(walk)
-    started = time.monotonic()
-    error: str | None = None
-    try:
-        run_unwrapped(_bounded, walk, run)
-    except (WaveActorsError, trio.TooSlowError) as caught:
-        error = one_line(f"{type(caught).__name__}: {caught}")
-    elapsed = time.monotonic() - started
-    if not walk.steps:
-        walk.step("Start")
-    if error is not None:
-        walk.check(False, f"the walkthrough stopped: {error}")
-    walk.step("Processes left after the host closed")
-    left = count_processes(run)
-    walk.check(
-        left == 0,
-        f"psutil: {left} processes left among the descendants of pid {os.getpid()} and the processes "
-        f"marked {RUN_VARIABLE} by this run, setsid grandchildren included",
-    )
-    failed = walk.failed
-    total = sum(len(step.checks) for step in walk.steps)
-    if as_json:
-        out.write(
-            json_text(
-                {
-                    "ok": not failed,
-                    "seconds": round(elapsed, 3),
-                    "processes_left": left,
-                    "steps": [
-                        {
-                            "number": step.number,
-                            "title": step.title,
-                            "checks": [{"ok": check.ok, "text": check.text} for check in step.checks],
-                        }
-                        for step in walk.steps
-                    ],
-                },
-                out,
-            )
-            + "\n"
-        )
-    else:
-        verdict = "all checks passed" if not failed else f"{len(failed)} of {total} checks FAILED"
-        out.write(f"\n{total - len(failed)}/{total} checks, {verdict} in {elapsed:.1f} s; {left} processes left\n")
-    return EXIT_OK if not failed else EXIT_FAILURE
-
-
-async def _bounded(walk: _Walkthrough, run: str) -> None:
-    # SIGINT, SIGTERM, SIGHUP: every server is reclaimed, then the demo exits with 128 + the signal.
-    async with reclaim_on_signals():
-        with trio.fail_after(_DEMO_TIME_LIMIT):
-            await _walkthrough(walk, run)

@@ -6,13 +6,19 @@ first, so a host killed during the spawn still leaves a findable family),
 :meth:`FamilyRegistry.started` once the server's pid is known, and
 :meth:`FamilyRegistry.end` once it has reclaimed the family itself.
 
-Listeners -- the watchdog clients of :mod:`.client` -- receive those events as
-protocol lines (see :mod:`.program`), and on attaching, a snapshot of every
+Listeners -- the watchdog clients of :mod:`wave_actors._watchdog.client` --
+receive those events as lines of the watchdog's protocol (see
+:mod:`wave_actors._watchdog.program`), and on attaching, a snapshot of every
 live family, so a watchdog started late or replaced after its death knows
-everything the host runs. The registry is process-wide, like the death it
+everything the host runs; subreaper mode (:mod:`wave_actors._watchdog.subreaper`)
+reads the live families. The registry is process-wide, like the death it
 guards against: while any host of the process has a watchdog, every family
 the process starts is guarded. Calls may come from any thread (one trio run
-per thread is allowed), hence the lock; listeners must never block.
+per thread is allowed, and the spawner's threads report pids), hence the
+lock; listeners must never block.
+
+It lives with the family, below both the transport and the watchdog, so that
+neither imports the other: the transport reports, the watchdog listens.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from typing import Protocol
 
 import attrs
 
-from wave_actors._transport.proctree import Graces
-from wave_actors._watchdog.linux import LINUX, read_stat
+from wave_actors._family.graces import Graces
+from wave_actors._family.procfs import LINUX, read_stat
 
 __all__ = ["Family", "FamilyRegistry", "Listener", "registry"]
 
@@ -39,7 +45,7 @@ class Listener(Protocol):
 class Family:
     """One live server family.
 
-    :param tag: its ``WAVE_ACTORS_FAMILY`` value.
+    :param tag: its :data:`~wave_actors._family.tag.FAMILY_VARIABLE` value.
     :param graces: the graces its own reclamation would use.
     :param root: the server's pid, once spawned.
     :param start: the server's start time (``/proc`` clock ticks), with the pid its identity.
@@ -78,8 +84,9 @@ class FamilyRegistry:
         """The family's server is ``pid``.
 
         Said twice for a server spawned with a parent-death signal: by the
-        spawner thread as soon as it has the pid (:mod:`.parent_death`), then
-        by the transport, whose call then costs nothing.
+        spawner thread as soon as it has the pid (the stdio transport hands
+        this method to :func:`~wave_actors._transport.spawn.open_server_process`),
+        then by the transport, whose call then costs nothing.
         """
         if not LINUX:
             return

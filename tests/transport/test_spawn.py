@@ -10,6 +10,7 @@ have without the signal. Linux only, like the signal.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import signal
@@ -22,13 +23,12 @@ import pytest
 import trio
 
 from wave_actors import Graces
-from wave_actors._watchdog import parent_death
-from wave_actors._watchdog.families import registry
+from wave_actors._family.parent_death import parent_death_signal_available
+from wave_actors._family.registry import registry
+from wave_actors._transport import spawn as spawn_module
 from wave_actors.testing import FAMILY_VARIABLE
 
-pytestmark = pytest.mark.skipif(
-    not parent_death.parent_death_signal_available(), reason="the parent-death signal is Linux only"
-)
+pytestmark = pytest.mark.skipif(not parent_death_signal_available(), reason="the parent-death signal is Linux only")
 
 # Prints what the server sees of itself: its parent-death signal (PR_GET_PDEATHSIG), parent, argv[0], cwd.
 REPORT = (
@@ -44,11 +44,11 @@ REPORT = (
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh spawner that spawns through setpriv, or forks."""
     if request.param == "setpriv":
-        if parent_death.find_setpriv() is None:
+        if spawn_module.find_setpriv() is None:
             pytest.skip("no setpriv with --pdeathsig here")
     else:
-        monkeypatch.setattr(parent_death, "find_setpriv", lambda: None)
-    monkeypatch.setattr(parent_death, "_spawner", None)
+        monkeypatch.setattr(spawn_module, "find_setpriv", lambda: None)
+    monkeypatch.setattr(spawn_module, "_spawner", None)
     yield request.param
 
 
@@ -82,7 +82,7 @@ async def test_a_server_found_on_its_path_runs_with_the_signal_as_our_child(tmp_
     # R-KILL-7: SIGTERM on the host's death; argv[0] as written, looked up in the entry's own PATH.
     python_named(tmp_path / "bin", "server-python")
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    process = await parent_death.open_server_process(["server-python", "-I", "-c", REPORT], env=env, cwd=None)
+    process = await spawn_module.open_server_process(["server-python", "-I", "-c", REPORT], env=env, cwd=None)
     report = json.loads(await run_to_end(process))
     assert process.returncode == 0
     assert report == {"signal": signal.SIGTERM, "ppid": os.getpid(), "argv0": "server-python", "cwd": os.getcwd()}
@@ -90,7 +90,7 @@ async def test_a_server_found_on_its_path_runs_with_the_signal_as_our_child(tmp_
 
 async def test_a_relative_command_is_run_from_the_entrys_working_directory(tmp_path: Path, way: str) -> None:
     python_named(tmp_path / "bin", "server-python")
-    process = await parent_death.open_server_process(
+    process = await spawn_module.open_server_process(
         ["bin/server-python", "-I", "-c", REPORT], env=dict(os.environ), cwd=str(tmp_path)
     )
     report = json.loads(await run_to_end(process))
@@ -103,7 +103,7 @@ async def test_a_missing_command_fails_to_spawn_with_file_not_found(tmp_path: Pa
     # Through setpriv too: an OSError from the spawn, not an exit status of setpriv's.
     before = open_descriptors()
     with pytest.raises(FileNotFoundError) as caught:
-        await parent_death.open_server_process([command], env={"PATH": str(tmp_path)}, cwd=str(tmp_path))
+        await spawn_module.open_server_process([command], env={"PATH": str(tmp_path)}, cwd=str(tmp_path))
     assert caught.value.errno == errno.ENOENT and caught.value.filename == command
     assert open_descriptors() == before  # the pipes were closed
 
@@ -113,13 +113,13 @@ async def test_a_command_that_is_no_executable_fails_to_spawn_with_permission_de
     (tmp_path / "a-directory").mkdir()
     for command in ["notes.txt", "a-directory", str(tmp_path / "notes.txt")]:
         with pytest.raises(PermissionError) as caught:
-            await parent_death.open_server_process([command], env={"PATH": str(tmp_path)}, cwd=None)
+            await spawn_module.open_server_process([command], env={"PATH": str(tmp_path)}, cwd=None)
         assert caught.value.errno == errno.EACCES and caught.value.filename == command
 
 
 async def test_a_missing_working_directory_fails_to_spawn(tmp_path: Path, way: str) -> None:
     with pytest.raises(FileNotFoundError):
-        await parent_death.open_server_process(
+        await spawn_module.open_server_process(
             [sys.executable, "-c", "pass"], env=dict(os.environ), cwd=str(tmp_path / "gone")
         )
 
@@ -130,7 +130,7 @@ async def test_concurrent_spawns_share_a_few_threads_that_never_end(way: str) ->
 
     async def spawn() -> None:
         processes.append(
-            await parent_death.open_server_process([sys.executable, "-I", "-c", REPORT], env=dict(os.environ), cwd=None)
+            await spawn_module.open_server_process([sys.executable, "-I", "-c", REPORT], env=dict(os.environ), cwd=None)
         )
 
     async with trio.open_nursery() as nursery:
@@ -138,22 +138,22 @@ async def test_concurrent_spawns_share_a_few_threads_that_never_end(way: str) ->
             nursery.start_soon(spawn)
     reports = [json.loads(await run_to_end(process)) for process in processes]
     assert [report["signal"] for report in reports] == [signal.SIGTERM] * 12
-    spawner = parent_death._spawner  # pyright: ignore[reportPrivateUsage]
+    spawner = spawn_module._spawner  # pyright: ignore[reportPrivateUsage]
     assert spawner is not None
-    assert 1 <= len(spawner.threads) <= parent_death._SPAWNER_THREADS  # pyright: ignore[reportPrivateUsage]
+    assert 1 <= len(spawner.threads) <= spawn_module._SPAWNER_THREADS  # pyright: ignore[reportPrivateUsage]
     assert all(thread.daemon and thread.is_alive() for thread in spawner.threads)
 
 
 def test_check_command_follows_the_lookup_of_exec(tmp_path: Path) -> None:
     program = python_named(tmp_path / "bin", "server-python")
     env = {"PATH": f"{tmp_path / 'empty'}{os.pathsep}{tmp_path / 'bin'}"}
-    parent_death.check_command("server-python", env, None)  # found on the entry's PATH
-    parent_death.check_command(program, {}, None)
-    parent_death.check_command("bin/server-python", {}, str(tmp_path))
+    spawn_module.check_command("server-python", env, None)  # found on the entry's PATH
+    spawn_module.check_command(program, {}, None)
+    spawn_module.check_command("bin/server-python", {}, str(tmp_path))
     with pytest.raises(FileNotFoundError):
-        parent_death.check_command("server-python", {"PATH": str(tmp_path)}, None)  # a bare name is not cwd-relative
+        spawn_module.check_command("server-python", {"PATH": str(tmp_path)}, None)  # a bare name is not cwd-relative
     with pytest.raises(FileNotFoundError):
-        parent_death.check_command("bin/server-python", {}, str(tmp_path / "bin"))
+        spawn_module.check_command("bin/server-python", {}, str(tmp_path / "bin"))
 
 
 class Lines:
@@ -173,8 +173,11 @@ async def test_the_spawner_tells_the_registry_the_servers_pid_and_a_second_repor
     registry.attach(lines)
     try:
         registry.begin(tag, Graces())
-        process = await parent_death.open_server_process(
-            [sys.executable, "-I", "-c", "pass"], env={**os.environ, FAMILY_VARIABLE: tag}, cwd=None
+        process = await spawn_module.open_server_process(
+            [sys.executable, "-I", "-c", "pass"],
+            env={**os.environ, FAMILY_VARIABLE: tag},
+            cwd=None,
+            on_spawned=functools.partial(registry.started, tag),  # as the stdio transport hands it
         )
         [family] = [family for family in registry.families() if family.tag == tag]
         assert family.root == process.pid
