@@ -56,6 +56,7 @@ UNIT_TESTS_OF = {
     "tests/cache": ("wave_actors._cache", "wave_actors._listing"),
     "tests/family": ("wave_actors._family",),
     "tests/watchdog": ("wave_actors._watchdog",),
+    "tests/roster": ("wave_actors._roster",),
 }
 
 

@@ -5,6 +5,7 @@
   the cache writer, applies reconfigure plans, picks due dials and remembers listed names;
 * :mod:`~wave_actors._roster.owned`: :class:`OwnedRoster`, a session's own group in its nursery;
 * :mod:`~wave_actors._roster.project`: :class:`ProjectScope`, a project's shared group;
+* :mod:`~wave_actors._roster.slots`: which shared connection each session of a project uses (pure);
 * :mod:`~wave_actors._roster.shared`: :class:`SharedRoster`, a session's view onto a scope;
 * :mod:`~wave_actors._roster.projects`: :class:`ProjectScopes`, a host's scopes by workdir.
 """

@@ -65,9 +65,8 @@ import logging
 import time
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Protocol, cast, final
+from typing import Protocol, final
 
-import attrs
 import trio
 
 from wave_actors._actor.actor import ServerActor
@@ -78,39 +77,14 @@ from wave_actors._catalog import build_snapshot
 from wave_actors._config import LoadedConfig, ServerConfig
 from wave_actors._options import ProjectOptions, SessionOptions
 from wave_actors._parameters import Plugins, SessionSources, load_together
-from wave_actors._reconfigure import ReconfigurePlan, ReconfigureResult, plan_reconfigure
+from wave_actors._reconfigure import ReconfigureResult
 from wave_actors._roster.group import ActorGroup
+from wave_actors._roster.slots import Decision, Slot, decide, loaded_entry
 from wave_actors._status import ServerStatus, SharedUse
 
-__all__ = ["Attached", "ProjectScope", "Slot", "loaded_entry"]
+__all__ = ["Attached", "ProjectScope"]
 
 logger = logging.getLogger(__name__)
-
-
-@attrs.frozen
-class Slot:
-    """One shared connection of a project: its server's name, and a serial number of the scope's own.
-
-    The serial tells apart connections of one name made for different
-    entries, and a connection from the one that replaced it after it closed.
-    """
-
-    name: str
-    serial: int
-
-
-def loaded_entry(config: ServerConfig) -> tuple[object, ...]:
-    """What two sessions must have loaded alike to share a connection: every field of the entry (R-SCOPE-1).
-
-    :param config: a loaded entry.
-    """
-    fields: list[object] = []
-    for value in attrs.astuple(config, recurse=False):
-        if isinstance(value, Mapping):  # env, headers, tool_overrides: hashable, in a stable order
-            fields.append(tuple(sorted(cast(Mapping[str, object], value).items())))
-        else:
-            fields.append(value)
-    return tuple(fields)
 
 
 class Attached(Protocol):
@@ -142,15 +116,6 @@ class Attached(Protocol):
     def changed(self) -> None:
         """Something the session sees changed."""
         ...
-
-
-@attrs.frozen
-class _Decision:
-    """What a reconcile does: the plan over the project's connections, and each session's connections after it."""
-
-    plan: ReconfigurePlan[Slot]
-    wanted: Mapping[Slot, ServerConfig]
-    targets: Mapping[Attached, Mapping[str, Slot]]
 
 
 @final
@@ -418,14 +383,11 @@ class ProjectScope:
                 )
             return results
 
-    def _decide(self, loads: Mapping[Attached, Mapping[str, ServerConfig]]) -> _Decision:
+    def _decide(self, loads: Mapping[Attached, Mapping[str, ServerConfig]]) -> Decision[Attached]:
         """Which connection each session uses after the reconcile, and what becomes of each connection.
 
-        Synchronous. A session reserved but not attached yet has no
-        connection and keeps none. For each name: a connection made for an entry
-        still loaded stays; one whose sessions now load another entry of the
-        name reloads in place for it (the entry most of them load); a new
-        entry gets a new connection; a connection left over is retired.
+        Synchronous. A session reserved but not attached yet keeps what it
+        holds (nothing, until it attaches); see :func:`~wave_actors._roster.slots.decide`.
         """
         wants: dict[Attached, Mapping[str, ServerConfig]] = {
             session: servers for session, servers in loads.items() if not session.closed
@@ -437,43 +399,12 @@ class ProjectScope:
                     for name, slot in session.slots.items()
                     if slot in self.group.actors
                 }
-        entries: dict[str, dict[tuple[object, ...], tuple[ServerConfig, list[Attached]]]] = {}
-        for session, servers in wants.items():
-            for name, config in servers.items():
-                entries.setdefault(name, {}).setdefault(loaded_entry(config), (config, []))[1].append(session)
-        existing: dict[str, list[Slot]] = {}
-        for slot in sorted(self.group.actors, key=lambda slot: slot.serial):
-            existing.setdefault(slot.name, []).append(slot)
-        wanted: dict[Slot, ServerConfig] = {}
-        targets: dict[Attached, dict[str, Slot]] = {session: {} for session in wants}
-
-        def give(slot: Slot, config: ServerConfig, sessions: list[Attached]) -> None:
-            wanted[slot] = config
-            for session in sessions:
-                targets[session][slot.name] = slot
-
-        for name, pending in entries.items():
-            free = existing.get(name, [])
-            for slot in list(free):
-                match = pending.pop(loaded_entry(self.group.actors[slot].config), None)
-                if match is not None:
-                    give(slot, *match)
-                    free.remove(slot)
-            for slot in list(free):
-                users = self._users.get(slot, {})
-                overlap = {key: sum(session in users for session in match[1]) for key, match in pending.items()}
-                best = max(overlap, key=lambda key: overlap[key], default=None)
-                if best is not None and overlap[best] > 0:
-                    give(slot, *pending.pop(best))
-                    free.remove(slot)
-            for config, sessions in pending.values():
-                give(Slot(name, next(self._serials)), config, sessions)
-        plan = plan_reconfigure(self.group.configs(), wanted)
-        for slot in plan.changed:
+        decision = decide(wants, self.group.configs(), self._users, self._serials)
+        for slot in decision.plan.changed:
             logger.info("project %s: server %r loads another entry now; reloading it in place", self.workdir, slot.name)
-        return _Decision(plan, wanted, targets)
+        return decision
 
-    def _carry_out(self, decision: _Decision) -> list[trio.Event]:
+    def _carry_out(self, decision: Decision[Attached]) -> list[trio.Event]:
         """Move the sessions off what they no longer use, then start the plan; all without a checkpoint.
 
         A session leaves a connection *before* it reloads for another entry,
@@ -488,7 +419,7 @@ class ProjectScope:
         self._assign(decision, added=False)
         return done
 
-    def _assign(self, decision: _Decision, *, added: bool) -> None:
+    def _assign(self, decision: Decision[Attached], *, added: bool) -> None:
         """Give each session its connections: those that exist now, or (``added``) the new ones; tell them."""
         fresh = set(decision.plan.added)
         told: set[Slot] = set()

@@ -26,7 +26,8 @@ from wave_actors._catalog import KnownTool
 from wave_actors._config import LoadedConfig
 from wave_actors._parameters import SessionSources
 from wave_actors._reconfigure import ReconfigureResult
-from wave_actors._roster.project import ProjectScope, Slot
+from wave_actors._roster.project import ProjectScope
+from wave_actors._roster.slots import Slot
 from wave_actors._status import SharedUse
 
 __all__ = ["SharedRoster"]
