@@ -3,7 +3,8 @@
 Everything public is re-exported here, and :mod:`wave_actors.testing` offers
 MCP servers and process checks for host authors' test suites; every other
 module (their names start with ``_``) is private and may change. Importing
-this package does not import the MCP SDK: that happens on the first dial.
+this package does not import the MCP SDK: a :class:`Host` (or :func:`open_session`)
+starts that in a thread of its own when it opens, and a dial waits for what it needs.
 """
 
 from wave_actors._config import (

@@ -4,8 +4,8 @@ Another process edits ``<workdir>/.mcp.json`` or ``<home>/mcp.json`` (a
 settings page, ``wave-actors remove``, a text editor), or the user's trust
 decisions (``<workdir>/.wave/settings.local.json``, ``wave-actors approve``
 writing ``<home>/project-trust.json``): the host should follow without being
-told. :func:`watch_config_files` polls each file's identity
-(modification time, size, inode) from a worker thread (:class:`ConfigWatcher`),
+told. :class:`ConfigWatcher` polls each file's identity
+(modification time, size, inode) from a worker thread,
 and calls back once a file changed and then held still for a whole poll, so an editor that writes in
 several steps causes one reconcile, not several. A change of a file in the
 home concerns every live workdir. Polling, not inotify: it needs nothing

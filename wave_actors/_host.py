@@ -127,8 +127,9 @@ class Host(metaclass=NoPublicConstructor):
             here, never left as zombies (Linux; R-KILL-6).
         :param project: how the connections of ``ownership="project"``
             sessions are shared: idle timeout, first-turn ready budget (R-SCOPE).
-        :param watch_config: notice edits to the user file and to the project
-            files of live workdirs (another process's, ``wave-actors remove``)
+        :param watch_config: notice edits to the user file, the approvals
+            record, and the project files and settings files of live workdirs
+            (another process's, ``wave-actors remove``)
             and :meth:`reconcile` their workdirs, once a changed file has held
             still for a poll (half a second).
         :param client_info: the ``(name, version)`` every server is told in
@@ -380,7 +381,9 @@ class Host(metaclass=NoPublicConstructor):
            :meth:`pending_destroys` (R-KILL-5).
         3. The ``before_destroy`` hooks run, each bounded; failures are logged (R-KILL-3).
         4. ``lifecycle.close()``: ``CLOSED``; every actor refuses commands and
-           releases its waiters; the session's cancel scope is cancelled.
+           releases its waiters; the session's cancel scope is cancelled. (A
+           project-mode session releases its references instead: steps 5 and 6
+           are its project's, when the idle timer fires or the host closes.)
         5. Each actor's task is cancelled inside its supervisor, which stops the
            transport child; leaving ``open_connection`` closes the MCP session
            and, for stdio, reclaims the whole process family: stdin EOF, grace,

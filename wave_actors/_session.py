@@ -22,7 +22,7 @@ Who owns it. :func:`~wave_actors._opening.open_owned_session` opens the nursery,
 and yields it with its :class:`SessionLifecycle`, the owner's only handle on
 the phase. :class:`~wave_actors.Host` is one owner (it implements
 :class:`SessionOwner`, so ``session.aclose()`` is its ``destroy_session``);
-:func:`open_session` is the other, for hosts with a single session.
+:func:`~wave_actors.open_session` is the other, for hosts with a single session.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Session(metaclass=NoPublicConstructor):
     """The MCP servers of one conversation (R-HOST-1).
 
     Create one with :meth:`Host.create_session <wave_actors.Host.create_session>`
-    or :func:`open_session`; ``Session(...)`` raises :class:`TypeError`.
+    or :func:`~wave_actors.open_session`; ``Session(...)`` raises :class:`TypeError`.
     """
 
     def __init__(
@@ -226,7 +226,7 @@ class Session(metaclass=NoPublicConstructor):
         In a project-mode session the dials are the project's, and the turn
         waits at most the ready budget (:attr:`ProjectOptions.ready_budget
         <wave_actors.ProjectOptions.ready_budget>`, default 5 s) for them and
-        for any other connection of the project that is still connecting; a
+        for this session's other connections that are still connecting; a
         timeout fails nothing: the server shows ``connecting``, and its tools
         come with a later turn (R-SCOPE-4).
         """
@@ -500,11 +500,12 @@ class Session(metaclass=NoPublicConstructor):
         fingerprint, or ``enabled`` flipped) reload in place under the same
         name; new ones are registered ``disconnected``.
 
-        In a project-mode session this reconciles the whole project
-        (:meth:`Host.reconcile <wave_actors.Host.reconcile>`), this session's
-        new sources included: the connections are shared, so every session of
-        the project loads its configuration again and is given the connection
-        of the entry it loaded (R-SCOPE-1, R-SCOPE-3).
+        In a project-mode session this reconciles the project's shared
+        connections, this session's new sources included: every project-mode
+        session of the workdir loads its configuration again and is given the
+        connection of the entry it loaded (R-SCOPE-1, R-SCOPE-3). The
+        workdir's session-mode sessions are not touched; :meth:`Host.reconcile
+        <wave_actors.Host.reconcile>` reaches both.
 
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
         :param plugins: new ``(plugin_name, entries)`` sources; ``None`` keeps the
@@ -529,7 +530,7 @@ class Session(metaclass=NoPublicConstructor):
         are the project's, and stay for its other sessions until their idle
         timer fires (R-SCOPE-2).
 
-        For a session of :func:`open_session` it closes the session and
+        For a session of :func:`~wave_actors.open_session` it closes the session and
         cancels the ``async with`` block, and returns at once: the block runs
         inside the session, so the reclamation completes as the block is
         left, and leaving it returns only after every process is gone.

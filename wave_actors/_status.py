@@ -238,8 +238,9 @@ class ServerStatus:
         schema that is not an object schema, say), naming the tool and why
         (R-TOOL-9). Kept and cleared with the live ``tools``.
     :param shared: for a session created with ``ownership="project"``, how the
-        project's one connection to this server is shared (R-SCOPE-1);
-        ``None`` for a server the session owns alone.
+        project connection this status shows (the one made for the entry the
+        session loaded) is shared (R-SCOPE-1); ``None`` for a server the
+        session owns alone.
     """
 
     name: str

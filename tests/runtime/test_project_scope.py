@@ -1,6 +1,6 @@
 """Project-scoped shared connections: one server process per (workdir, loaded entry), many sessions (R-SCOPE-1..5).
 
-The acceptance list of the project-lifecycle design document, one test each:
+The acceptance list of project scopes, one test each:
 sessions share one process and ending one keeps it; ending all starts the
 idle timer, and ``0`` never closes; a configuration edit reloads in place
 under the same tool names; a removal withdraws the tools from every session;
@@ -65,7 +65,8 @@ def pids(marker: str) -> set[int]:
 
 
 async def test_two_sessions_share_one_process_and_ending_one_keeps_it(tmp_path: Path, options: SessionOptions) -> None:
-    # R-SCOPE-1: one connection per (workdir, server); a destroyed session never closes another's connection.
+    # R-SCOPE-1: one connection per loaded entry (both sessions load the same); a destroyed session never
+    # closes another's connection.
     entry = fault_server_entry(instructions="shared-one")
     async with project_host(tmp_path, options) as host:
         first = await host.create_session(tmp_path, {"one": entry}, ownership="project")
@@ -502,11 +503,11 @@ async def test_concurrent_first_sessions_of_a_project_share_one_scope(tmp_path: 
         assert len(pids("first-rush")) == 1
 
 
-async def test_a_server_whose_idle_timer_fires_during_a_reconcile_is_registered_again(
+async def test_a_server_whose_idle_timer_runs_when_a_reconcile_starts_is_kept_for_the_session_that_loads_it(
     tmp_path: Path, options: SessionOptions
 ) -> None:
-    # R-SCOPE-2, R-SCOPE-3: while a reconcile waits for a changed server to re-dial, the idle timer of a server the
-    # reconcile keeps fires and retires it; the reconcile registers it again instead of failing on the vanished name.
+    # R-SCOPE-2, R-SCOPE-3: a reconcile that keeps (or re-adds) an unused server for a session that now loads it
+    # never fails on the name, whenever its idle timer fires while a changed server re-dials.
     idle = fault_server_entry(instructions="idle-during-reconcile")
     async with project_host(tmp_path, options, ProjectOptions(idle_timeout=0.2)) as host:
         user = await host.create_session(tmp_path, {"idle": idle}, ownership="project")

@@ -1,4 +1,4 @@
-"""ServerActor: one configured server of a session or a project, its mailbox and its transport.
+"""ServerActor: one server of a session, or one shared connection of a project; its mailbox and its transport.
 
 The actor owns the only mutable state about its server. Commands
 (connect, disconnect, retire, reload) and events (from the transport task and
@@ -181,7 +181,7 @@ class ServerActor:
 
         The listing runs beside the mailbox (a slow server never holds a
         disconnect up) and reaches the state machine as the live generation's
-        :class:`~wave_actors._actor.machine.ToolsListed`: if the connection
+        :class:`~wave_actors._actor.messages.ToolsListed`: if the connection
         changed meanwhile, the stale list is dropped (R-RACE-1).
 
         :raises ServerUnavailable: not connected, or lost meanwhile.
@@ -210,7 +210,10 @@ class ServerActor:
         await done.wait()
 
     def reload_soon(self, config: ServerConfig, done: trio.Event | None = None) -> None:
-        """Take a changed entry now, and post its reload without waiting for the re-dial (a project's attach)."""
+        """Take a changed entry now, and post its reload without waiting for the re-dial (a plan being started).
+
+        :param done: set once the reload is carried out (for a re-dial, once it settled).
+        """
         self._config = config
         self._on_change(self._key)  # a snapshot showing the new entry gets a version of its own
         self._post(Reload(enabled=config.enabled), done)

@@ -54,8 +54,8 @@ comes for free. Each subcommand lives with its family:
 
 ``servers`` must start fast and dial nothing, so no module of this package
 imports ``trio`` or ``mcp`` at module level; the subcommands that dial import
-the runtime inside their own functions, and the MCP SDK is imported by the
-first dial. (Importing the ``wave_actors`` package itself still imports
+the runtime inside their own functions, and the MCP SDK is imported, in a
+thread of its own, once their host opens. (Importing the ``wave_actors`` package itself still imports
 ``trio`` through its public re-exports: about 0.2 s.)
 """
 

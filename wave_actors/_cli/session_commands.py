@@ -9,7 +9,7 @@ server and prints a snapshot per change. ``working-set``
 (:mod:`wave_actors._cli.working_set`) opens its session through
 :func:`command_session` too.
 
-The runtime (``trio``, the session, and through the first dial the MCP SDK)
+The runtime (``trio``, the session, and, once the host opens, the MCP SDK)
 is imported inside the functions that use it, so that importing the command
 stays as cheap as ``servers`` needs. Their caller is
 :func:`wave_actors._cli.main`, through

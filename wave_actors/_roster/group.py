@@ -7,14 +7,15 @@ actors in an :class:`ActorGroup`, and the group is the only place that
 - builds a :class:`~wave_actors._actor.actor.ServerActor` and the tool
   snapshot cache's writer (R-CACHE-1);
 - applies a reconfigure plan (:mod:`wave_actors._reconfigure`): a session's
-  ``reconfigure``, a project's ``reconcile`` and a project's ``attach`` alike
-  (R-STORE-5, R-SCOPE-3), in one step (:meth:`ActorGroup.apply`) or, for a
-  project that decides under a lock, starting what takes effect at once
+  first configuration (:meth:`ActorGroup.apply_soon`) and ``reconfigure``
+  (:meth:`ActorGroup.apply`), and a project's ``reconcile``, which decides
+  under a lock and so starts what takes effect at once
   (:meth:`ActorGroup.start`) apart from registering the added servers
-  (:meth:`ActorGroup.register`);
+  (:meth:`ActorGroup.register`) (R-STORE-5, R-SCOPE-3);
 - picks the servers whose lazy dial is due (R-DIAL-2);
-- remembers the tool names its servers ever listed, so a call by a name that
-  is not listed now is answered with why (R-TOOL-1, R-CACHE-2).
+- keeps the tool names of the servers it retired, beside the names each live
+  server's state machine keeps, so a call by a name that is not listed now is
+  answered with why (R-TOOL-1, R-CACHE-2).
 
 The group never waits on its owner and never tells a session anything by
 itself: every change is reported through ``on_change`` with the keys it
@@ -22,7 +23,7 @@ concerns, and the owner decides who is told.
 
 A group keys its servers by what its owner names them by: a session's own
 group by server name, a project's by shared connection
-(:class:`~wave_actors._roster.project.Slot`: a name and a serial number),
+(:class:`~wave_actors._roster.slots.Slot`: a name and a serial number),
 since a project may hold two connections under one name, for sessions that
 loaded different entries (R-SCOPE-1).
 """
@@ -144,17 +145,16 @@ class ActorGroup(Generic[Key]):
         finish within their timeout, then the transport closes); changed ones
         reload in place and are re-dialed if they ran; kept ones take their
         new settings; added ones are registered ``disconnected``, once any old
-        connection under their name is gone. A wanted server withdrawn while
-        this waited (a project's idle timer fired) is registered again.
+        connection under their name is gone (an earlier reconfigure, cancelled,
+        may have left one closing).
 
         Cancelled half-way, what was withdrawn stays withdrawn: a retired actor
         never serves again, and its name is free for the next configuration.
         """
         for done in self.start(plan, wanted):
             await done.wait()
-        # What is wanted and missing now: the added servers, and any a project's idle timer withdrew meanwhile.
-        await self.wait_retired({config.name for config in wanted.values()})
-        self.register(wanted, wanted)
+        await self.wait_retired({wanted[key].name for key in plan.added})
+        self.register(plan.added, wanted)
 
     def start(self, plan: ReconfigurePlan[Key], wanted: Mapping[Key, ServerConfig]) -> list[trio.Event]:
         """Start, without a checkpoint, what of ``plan`` takes effect at once: everything but the added servers.

@@ -10,7 +10,7 @@ lives in, and a destroyed host cancels it.
 
 The rules, in the words of the configuration being the only source of truth:
 
-- **What is shared.** A connection (a :class:`Slot`) is shared by the
+- **What is shared.** A connection (a :class:`~wave_actors._roster.slots.Slot`) is shared by the
   sessions that loaded *the same entry* under its name: equal in every field,
   fingerprint (R-CFG-8) and settings alike, from the same file. A session
   sees its own name -> connection mapping. Two sessions given different

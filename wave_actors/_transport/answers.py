@@ -26,8 +26,8 @@ The error answers it makes carry a :class:`Refusal` as their ``data``: a
 Python object no server can send, so
 :func:`~wave_actors._transport.failures.classify` can tell them from the
 server's own errors. :func:`checked_streams` wraps a transport's streams for
-:func:`~wave_actors._transport.dial.open_connection`; the stdio reader and
-writer (:mod:`.stdio`) call the two line-level functions.
+:func:`~wave_actors._transport.dial.open_connection`; the stdio transport's
+:mod:`.stdout` and :mod:`.stdin`, and :mod:`.sse`, call the two line-level functions.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Dialing one MCP server: import the SDK, open the transport, run the handshake.
 
-:func:`open_connection` is the transport's only way in; the server's actor
-(``wave_actors._actor.actor``) calls it from its transport task. It is an
+:func:`open_connection` is the transport's only way in; the actor's transport
+child (:func:`~wave_actors._actor.transport_task.run_transport`) calls it. It is an
 async context manager that must be entered and exited by the same task (anyio
 scopes inside the SDK require it, python-sdk #577). Leaving it, for any
 reason, closes the connection and, for stdio, reclaims the process family
