@@ -198,7 +198,8 @@ class Host(metaclass=NoPublicConstructor):
             followed), and the session keeps that path (``Session.workdir``)
             for every later reload, reconcile and project lookup (R-CFG-13).
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
-        :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
+        :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source; ``entries``
+            is ``{name: entry}`` or, as a plugin's file holds it, ``{"mcpServers": {name: entry}}``.
         :param trust: ``"approved"`` loads a project entry only when the
             approvals record in the host's ``home`` approves it at its
             current fingerprint (R-CFG-10; see :class:`~wave_actors.TrustStore`).

@@ -105,7 +105,8 @@ async def open_session(
     :param home: the user directory holding ``mcp.json`` and the approvals
         record (default ``~/.wave``).
     :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
-    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
+    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source; ``entries``
+        is ``{name: entry}`` or, as a plugin's file holds it, ``{"mcpServers": {name: entry}}``.
     :param trust: ``"approved"`` loads a project entry only when the approvals
         record in ``home`` approves it at its current fingerprint (R-CFG-10).
     :param options: dial, reconnect and reclamation settings.

@@ -52,11 +52,14 @@ from wave_actors._config.entry import OVERLAY_FIELDS, ParsedEntry, ParsedOverlay
 from wave_actors._config.merge import pick_winners
 from wave_actors._config.model import Diagnostic, LoadedConfig, ServerConfig, Severity, Source
 from wave_actors._config.sources import (
+    SERVERS_KEY,
+    SERVERS_KEY_ALIAS,
     SourceFile,
     default_home,
     project_file,
     read_source_file,
     resolve_workdir,
+    servers_of_document,
     user_file,
 )
 from wave_actors._config.trust import (
@@ -163,8 +166,10 @@ def load_config(
         default ``~/.wave``.
     :param constructor: entries given by the host; literal, no ``${VAR}``
         expansion (R-CFG-5).
-    :param plugins: ``(plugin name, {name: entry})`` pairs, in priority order
-        among themselves; literal, no ``${VAR}`` expansion.
+    :param plugins: ``(plugin name, servers)`` pairs, in priority order
+        among themselves; literal, no ``${VAR}`` expansion. ``servers`` is
+        ``{name: entry}``, or a plugin file's ``{"mcpServers": {name: entry}}``
+        as it is (``mcp_servers`` too; other keys ignored, as in a file).
     :param trust: ``"approved"`` loads a project entry only when the approvals
         record in ``home`` approves it at its current fingerprint (R-CFG-10).
     :param environ: variables for ``${VAR}`` in the project and user files;
@@ -255,12 +260,9 @@ def merge_config(
         definitions.append(_Definition(name, Source.USER, user.origin, parse(name, entry, Source.USER, user.origin)))
 
     for plugin, declared in plugins:
-        # Hosts may pass parsed JSON as is, whatever the annotation says.
-        if not isinstance(declared, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            message = f"a plugin's servers must be an object of {{name: entry}}, got {describe_value(declared)}"
-            diagnostics.append(Diagnostic(Severity.ERROR, Source.PLUGIN, plugin, f"{message}; skipped"))
-            continue
-        for name, entry in cast(Mapping[str, object], declared).items():
+        entries, problems = _plugin_entries(plugin, declared)
+        diagnostics.extend(problems)
+        for name, entry in entries.items():
             definitions.append(_Definition(name, Source.PLUGIN, plugin, parse(name, entry, Source.PLUGIN, plugin)))
 
     by_name: dict[str, list[_Definition]] = {}
@@ -281,6 +283,25 @@ def merge_config(
         user_file=user.origin,
         project_file=project.origin,
     )
+
+
+def _plugin_entries(plugin: str, declared: object) -> tuple[Mapping[str, object], tuple[Diagnostic, ...]]:
+    """A plugin's ``{name: entry}``: given bare, or wrapped as a plugin's file has it (R-CFG-2).
+
+    A plugin's ``.mcp.json`` (or its manifest) holds ``{"mcpServers": {name: entry}}``, other keys
+    beside it; a host may pass that document as it is, or the object under the key. A mapping
+    with a ``mcpServers`` or ``mcp_servers`` key is read as the document, exactly as a file is
+    (:func:`~wave_actors._config.sources.servers_of_document`), so no server is ever named
+    ``mcpServers``; any other mapping is the servers themselves.
+    """
+    # Hosts may pass parsed JSON as is, whatever the annotation says.
+    if not isinstance(declared, Mapping):
+        message = f"a plugin's servers must be an object of {{name: entry}}, got {describe_value(declared)}"
+        return {}, (Diagnostic(Severity.ERROR, Source.PLUGIN, plugin, f"{message}; skipped"),)
+    servers = cast(Mapping[str, object], declared)
+    if SERVERS_KEY in servers or SERVERS_KEY_ALIAS in servers:
+        return servers_of_document(servers, Source.PLUGIN, plugin, what="plugin")
+    return servers, ()
 
 
 def _resolve(name: str, winner: _Definition, mine: list[_Definition]) -> tuple[ServerConfig | None, list[Diagnostic]]:

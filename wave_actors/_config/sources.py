@@ -336,13 +336,14 @@ def read_source_file(path: Path, source: Source) -> SourceFile:
 
 
 def servers_of_document(
-    document: object, source: Source, origin: str
+    document: object, source: Source, origin: str, *, what: str = "file"
 ) -> tuple[Mapping[str, object], tuple[Diagnostic, ...]]:
     """Find the ``{name: entry}`` object in a parsed configuration document (R-CFG-2, R-CFG-4).
 
     :param document: the parsed JSON.
     :param source: for the diagnostics.
     :param origin: for the diagnostics.
+    :param what: what the document is, in the diagnostics ("the file was skipped").
     :returns: the entries (empty when the shape is wrong) and what was wrong.
     """
     if not isinstance(document, Mapping):
@@ -352,7 +353,7 @@ def servers_of_document(
                 source,
                 origin,
                 f'the top level must be a JSON object like {{"{SERVERS_KEY}": {{...}}}}, '
-                f"got {describe_value(document)}; the file was skipped",
+                f"got {describe_value(document)}; the {what} was skipped",
             ),
         )
     diagnostics: list[Diagnostic] = []
@@ -377,7 +378,7 @@ def servers_of_document(
                 Severity.ERROR,
                 source,
                 origin,
-                f'"{key}" must be an object of {{name: entry}}, got {describe_value(servers)}; the file was skipped',
+                f'"{key}" must be an object of {{name: entry}}, got {describe_value(servers)}; the {what} was skipped',
                 field=key,
             )
         )
