@@ -146,6 +146,17 @@ def test_a_restored_call_reports_server_tool_display_name_and_concurrency() -> N
     assert not other.concurrency_safe  # not said by an override: not safe to assume
 
 
+def test_mcp_describe_names_the_server_and_tool_its_arguments_name_and_needs_no_approval() -> None:
+    # R-APR-4: a host can show which tool is looked up; the lookup itself contacts no server (R-WS-4).
+    for arguments in ({"server": "fs", "tool": "write_file"}, '{"server": "fs", "tool": "write_file"}'):
+        decision = approval_decision("mcp_describe", arguments, ApprovalLevel.SMART, SESSION)
+        assert (decision.tool_name, decision.server, decision.tool) == ("mcp_describe", "fs", "write_file")
+        assert decision.display_name == "mcp_describe fs.write_file"  # a lookup, not a run of write_file
+        assert (decision.needs_approval, decision.mcp) == (False, False)
+    unnamed = approval_decision("mcp_describe", {"server": "fs"}, ApprovalLevel.SMART, SESSION)
+    assert (unnamed.server, unnamed.tool, unnamed.display_name) == (None, None, "mcp_describe")
+
+
 def test_the_restored_name_is_the_name_full_mode_declares() -> None:
     # Rules written against full-mode names keep matching, even for names that were normalized.
     session = snapshot(server("git hub", [tool("git hub", "search.all", hint=True)]))
