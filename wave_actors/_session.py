@@ -411,6 +411,7 @@ class Session(metaclass=NoPublicConstructor):
         arguments: Mapping[str, Any] | None = None,
         *,
         on_progress: Callable[[float, float | None, str | None], None] | None = None,
+        mode: LoadMode | None = None,
     ) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
 
@@ -419,7 +420,9 @@ class Session(metaclass=NoPublicConstructor):
         JSON object) is answered with an ``isError`` result for the model and
         nothing is sent; ``mcp_describe`` answers from the snapshot with no
         I/O; a resolved ``mcp_call`` is this same call by the tool's name, so
-        its failures are the exceptions below.
+        its failures are the exceptions below. The gateway exists only in
+        working-set mode: given ``mode=LoadMode.FULL``, both are answered with
+        an ``isError`` result saying so, and nothing is sent (R-WS-7).
 
         Runs concurrently with other calls and commands. Tool errors
         (``isError``) are returned as results.
@@ -434,6 +437,9 @@ class Session(metaclass=NoPublicConstructor):
             channel's ``send_nowait``. Without it no progress token is sent.
             Progress never extends the call's deadline (R-TOOL-4). A callback
             that raises is logged and the call goes on.
+        :param mode: the load mode of the turn the model is in, as given to
+            :meth:`tool_declarations`; ``None`` (the default) when the caller
+            does not say, and the gateway tools run whatever the mode.
         :raises UnknownTool: no live listing of the session's servers has a
             tool of that name: never listed (a tool only the snapshot cache
             shows is never callable, R-CACHE-2), withdrawn by its server since
@@ -448,9 +454,11 @@ class Session(metaclass=NoPublicConstructor):
             mapping or holds a value JSON cannot carry (a lone surrogate, bytes,
             a non-string key, NaN, a circular or too deep nesting); nothing was
             sent and the connection is untouched (R-TOOL-9).
+        :raises ValueError: ``mode`` is not a load mode.
         """
         if on_progress is not None and not callable(on_progress):
             raise TypeError(f"on_progress must be a callable, not {type(on_progress).__name__}")
+        turn_mode = None if mode is None else LoadMode(mode)
         if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
             return await call_gateway(
                 name,
@@ -458,6 +466,7 @@ class Session(metaclass=NoPublicConstructor):
                 self.snapshot(),
                 functools.partial(self.call_tool, on_progress=on_progress),
                 self._sources.parameters.options.dropped_schema_keywords,
+                mode=turn_mode,
             )
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")

@@ -108,8 +108,10 @@ def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_pat
         "tool_declarations(mode)",
         "working_set().render()",
         "approval_decision",
+        "mode=mode",
     )
     assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
+    assert "error: mcp_call belongs to the MCP working-set mode" in expected  # R-WS-7
 
 
 def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:

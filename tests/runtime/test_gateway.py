@@ -169,6 +169,29 @@ async def test_every_gateway_mistake_is_a_result_and_sends_nothing(tmp_path: Pat
     assert tools_called(log) == []  # nothing reached the server
 
 
+async def test_in_a_full_mode_turn_the_gateway_is_refused_and_nothing_is_sent(tmp_path: Path) -> None:
+    # R-WS-7; source 001 §5 "工具准入": mcp_call and mcp_describe exist only in working-set mode.
+    log = tmp_path / "calls.jsonl"
+    echo = {"server": "files", "tool": "echo", "arguments": {"text": "hi"}}
+    async with connected_session(tmp_path, {"files": files_entry(call_log=log)}) as session:
+        declared = {declaration.name for declaration in session.tool_declarations(LoadMode.FULL)}
+        called = await session.call_tool("mcp_call", echo, mode=LoadMode.FULL)
+        described = await session.call_tool("mcp_describe", {"server": "files", "tool": "echo"}, mode="full")  # type: ignore[arg-type]
+        assert tools_called(log) == []
+        direct = await session.call_tool("mcp__files__echo", {"text": "direct"}, mode=LoadMode.FULL)
+        working = await session.call_tool("mcp_call", echo, mode=LoadMode.WORKING_SET)
+        unsaid = await session.call_tool("mcp_call", echo)  # no mode: as before, the gateway runs
+        with pytest.raises(ValueError):
+            await session.call_tool("mcp_call", echo, mode="everything")  # type: ignore[arg-type]
+    assert "mcp_call" not in declared and "mcp__files__echo" in declared
+    for refused, gateway in ((called, "mcp_call"), (described, "mcp_describe")):
+        assert refused.is_error
+        assert text_of(refused).startswith(f"{gateway} belongs to the MCP working-set mode")
+        assert "mcp__{server}__{tool}" in text_of(refused) and text_of(refused).endswith("Nothing was sent.")
+    assert [text_of(result) for result in (direct, working, unsaid)] == ["direct", "hi", "hi"]
+    assert tools_called(log) == ["echo", "echo", "echo"]
+
+
 async def test_an_empty_list_after_a_failed_sync_is_told_apart_from_a_missing_tool(tmp_path: Path) -> None:
     # R-WS-4; source 001 §8-12: the model must not keep guessing names of a server that failed.
     async with connected_session(tmp_path, {"broken": fault_server_entry(exit_on_start=3)}) as session:

@@ -9,7 +9,9 @@ tells it which servers and tools exist:
   schema, from the session's tool list: no request reaches any server.
 
 A host forwards whatever the model called to :meth:`Session.call_tool
-<wave_actors.Session.call_tool>`, gateway or not. This module is the pure
+<wave_actors.Session.call_tool>`, gateway or not. The gateway exists only in
+working-set mode: told the turn is in full mode, both tools answer
+:func:`full_mode_refusal` and send nothing (R-WS-7). This module is the pure
 part: the declarations, reading the model's arguments (:func:`parse_request`),
 finding the tool in a snapshot (:func:`resolve`), and the answers. Names
 resolve only among the session's enabled servers, by exact name.
@@ -41,7 +43,7 @@ import attrs
 
 from wave_actors._escaping import bounded, echoed, quoted
 from wave_actors._status import ServerStatus, SessionSnapshot, ToolInfo, Unavailable, unavailable
-from wave_actors._tools.declarations import ToolDeclaration
+from wave_actors._tools.declarations import LoadMode, ToolDeclaration
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 from wave_actors._tools.working_set import unavailable_reason
 
@@ -56,6 +58,7 @@ __all__ = [
     "call_gateway",
     "describe_document",
     "error_result",
+    "full_mode_refusal",
     "gateway_declarations",
     "json_result",
     "parse_request",
@@ -324,12 +327,26 @@ def json_result(document: Mapping[str, Any]) -> mcp_types.CallToolResult:
     )
 
 
+def full_mode_refusal(gateway: str) -> str:
+    """What a model that calls ``gateway`` in a full-mode turn is told: the gateway is not part of that turn (R-WS-7).
+
+    :param gateway: :data:`MCP_CALL` or :data:`MCP_DESCRIBE`.
+    """
+    return (
+        f"{gateway} belongs to the MCP working-set mode, and this turn is in full mode: every MCP tool is "
+        "declared under its own name (mcp__{server}__{tool}) with its schema. Call the tool by that name. "
+        "Nothing was sent."
+    )
+
+
 async def call_gateway(
     gateway: str,
     arguments: object,
     snapshot: SessionSnapshot,
     call_tool: Callable[[str, Mapping[str, Any] | None], Awaitable[mcp_types.CallToolResult]],
     dropped_keywords: Iterable[str] = DEFAULT_DROPPED_KEYWORDS,
+    *,
+    mode: LoadMode | None = None,
 ) -> mcp_types.CallToolResult:
     """Run ``mcp_call`` or ``mcp_describe`` (R-WS-4): every mistake is a result for the model, and nothing is sent.
 
@@ -341,7 +358,12 @@ async def call_gateway(
         resolved ``mcp_call`` has a direct call's deadline, no-replay and error
         rules (R-TOOL-4..6); its exceptions propagate.
     :param dropped_keywords: schema keywords ``mcp_describe`` strips (R-TOOL-2).
+    :param mode: the turn's load mode, when the caller knows it: in
+        :attr:`LoadMode.FULL` the gateway does not exist, and both tools
+        answer :func:`full_mode_refusal` (R-WS-7); ``None`` runs them.
     """
+    if mode is LoadMode.FULL:
+        return error_result(full_mode_refusal(gateway))
     request = parse_request(gateway, arguments)
     if isinstance(request, str):
         return error_result(request)
