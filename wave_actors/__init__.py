@@ -31,6 +31,7 @@ from wave_actors._config.store import (
 )
 from wave_actors._errors import (
     DialError as DialError,
+    EntryChanged as EntryChanged,
     ServerDisabled as ServerDisabled,
     ServerUnavailable as ServerUnavailable,
     ToolCallError as ToolCallError,

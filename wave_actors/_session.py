@@ -412,6 +412,7 @@ class Session(metaclass=NoPublicConstructor):
         *,
         on_progress: Callable[[float, float | None, str | None], None] | None = None,
         mode: LoadMode | None = None,
+        expected_fingerprint: str | None = None,
     ) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
 
@@ -440,6 +441,17 @@ class Session(metaclass=NoPublicConstructor):
         :param mode: the load mode of the turn the model is in, as given to
             :meth:`tool_declarations`; ``None`` (the default) when the caller
             does not say, and the gateway tools run whatever the mode.
+        :param expected_fingerprint: the :attr:`ServerStatus.fingerprint
+            <wave_actors.ServerStatus.fingerprint>` of the tool's server that the
+            host looked at (when it showed or approved the call): the call is sent
+            only on a connection dialed with that entry, while it is still the
+            server's entry (R-TOOL-11). A reload or reconfigure in flight can
+            never slip between the check and the send: both take the one
+            connection the call goes on. ``None`` checks nothing. For
+            ``mcp_call`` it is checked against the server the arguments name;
+            ``mcp_describe`` sends nothing and ignores it.
+        :raises EntryChanged: given ``expected_fingerprint``, the server's entry
+            is another now (changed by a reload or reconfigure). Nothing was sent.
         :raises UnknownTool: no live listing of the session's servers has a
             tool of that name: never listed (a tool only the snapshot cache
             shows is never callable, R-CACHE-2), withdrawn by its server since
@@ -447,24 +459,29 @@ class Session(metaclass=NoPublicConstructor):
             configuration. Nothing was sent.
         :raises ServerUnavailable: the newest listing of the tool's server has
             it, but the server is not connected (disconnected, reconnecting,
-            in error, disabled since), or the connection was lost mid-call.
+            in error, disabled since), or the connection was lost mid-call;
+            or, given ``expected_fingerprint``, a reload to that entry has not
+            connected yet (nothing was sent).
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises ToolCallError: the server refused the request, or its answer was malformed.
         :raises TypeError: ``name`` is not a string, or ``arguments`` is not a
             mapping or holds a value JSON cannot carry (a lone surrogate, bytes,
-            a non-string key, NaN, a circular or too deep nesting); nothing was
-            sent and the connection is untouched (R-TOOL-9).
+            a non-string key, NaN, a circular or too deep nesting), or
+            ``expected_fingerprint`` is not a string; nothing was sent and the
+            connection is untouched (R-TOOL-9).
         :raises ValueError: ``mode`` is not a load mode.
         """
         if on_progress is not None and not callable(on_progress):
             raise TypeError(f"on_progress must be a callable, not {type(on_progress).__name__}")
+        if expected_fingerprint is not None and not isinstance(expected_fingerprint, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"expected_fingerprint must be a string, not {type(expected_fingerprint).__name__}")
         turn_mode = None if mode is None else LoadMode(mode)
         if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
             return await call_gateway(
                 name,
                 arguments,
                 self.snapshot(),
-                functools.partial(self.call_tool, on_progress=on_progress),
+                functools.partial(self.call_tool, on_progress=on_progress, expected_fingerprint=expected_fingerprint),
                 self._sources.parameters.options.dropped_schema_keywords,
                 mode=turn_mode,
             )
@@ -472,7 +489,8 @@ class Session(metaclass=NoPublicConstructor):
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
         plain = tool_call_arguments(name, arguments)  # in the caller's task, before anything is queued (R-TOOL-9)
         server, tool = self._resolve_call(name)
-        return await self._actor(server).call_tool(tool, plain, on_progress=on_progress)
+        actor = self._actor(server)
+        return await actor.call_tool(tool, plain, on_progress=on_progress, expected_fingerprint=expected_fingerprint)
 
     def _resolve_call(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a call goes to: a listed tool, or one its server's newest listing has.

@@ -61,7 +61,7 @@ from wave_actors._actor.messages import (
 )
 from wave_actors._actor.transport_task import list_server_tools, run_transport
 from wave_actors._config import ServerConfig, TransportType
-from wave_actors._errors import ServerUnavailable, ToolTimeout, UnknownTool
+from wave_actors._errors import EntryChanged, ServerUnavailable, ToolTimeout, UnknownTool
 from wave_actors._options import SessionOptions
 from wave_actors._status import ServerState, Unavailable, unavailable
 from wave_actors._transport import Connection
@@ -137,7 +137,8 @@ class ServerActor:
         self._mailbox: Mailbox | None = None
         self._refusing = False
         self._supervisor: Supervisor | None = None
-        self._connection: tuple[int, Connection] | None = None  # the newest generation's, from its Up
+        # The newest generation's, from its Up: (generation, connection, fingerprint of the entry it was dialed with).
+        self._connection: tuple[int, Connection, str] | None = None
         self._waiters: list[trio.Event] = []  # callers of commands, until the machine is settled
         self._current: trio.Event | None = None  # the caller of the command being carried out
         self._calls_in_flight = 0
@@ -328,7 +329,7 @@ class ServerActor:
                 # The host's code, not a server's: logged, and never allowed to take the server (or the host) down.
                 logger.exception("server %r: the transition observer raised; ignored", self.name)
         if isinstance(message, Up) and after is not before and message.connection is not None:
-            self._connection = (message.generation, message.connection)
+            self._connection = (message.generation, message.connection, message.fingerprint)
         if after is before:
             if isinstance(message, TransportEvent) and message.generation != before.live:
                 logger.debug("server %r: dropped stale %r (live generation %s)", self.name, message, before.live)
@@ -414,24 +415,48 @@ class ServerActor:
         )
 
     def _live_connection(self) -> Connection | None:
+        live = self._live()
+        return None if live is None else live[1]
+
+    def _live(self) -> tuple[int, Connection, str] | None:
         state, connection = self._state, self._connection
         if state.state is not ServerState.CONNECTED or connection is None or connection[0] != state.live:
             return None
-        return connection[1]
+        return connection
 
     async def call_tool(
-        self, tool: str, arguments: Mapping[str, Any] | None, *, on_progress: ProgressCallback | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        expected_fingerprint: str | None = None,
     ) -> mcp_types.CallToolResult:
         """Call ``tool`` on the live connection, concurrently with everything else (R-TOOL-4, R-TOOL-5).
 
         :param on_progress: receives this call's progress notifications (R-TOOL-10).
+        :param expected_fingerprint: send only on a connection dialed with the
+            entry of this fingerprint, while it is still the server's entry (R-TOOL-11).
+        :raises EntryChanged: the server's entry is not the expected one; nothing was sent.
         :raises ServerUnavailable: not connected, reconnecting, retired, or lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``.
         """
+        # No checkpoint from these checks to handing the request to `connection`: the entry checked is the one
+        # that connection was dialed with, and a reload can only close it (the call then fails), never redirect it.
         state = self._state
-        connection = self._live_connection()
-        if connection is None:
+        if expected_fingerprint is not None and expected_fingerprint != self._config.fingerprint:
+            raise self._entry_changed(expected_fingerprint)
+        live = self._live()
+        if live is None:
             raise ServerUnavailable(self._unavailable_reason(state))
+        _, connection, dialed = live
+        if expected_fingerprint is not None and expected_fingerprint != dialed:
+            # The expected entry is the current one, but a reload to it has not connected yet: the live
+            # connection still runs the previous entry, and a call must never reach it.
+            raise ServerUnavailable(
+                f"server {self.name!r} is reloading with its new entry and not connected with it yet; "
+                "nothing was sent; try again shortly"
+            )
         if tool not in state.listed:
             # Never reached through a session, which resolves names from live listings only: a
             # guarantee, not a check of its work. Nothing the server did not list is ever sent.
@@ -445,6 +470,16 @@ class ServerActor:
             if self._calls_in_flight == 0 and self._drained is not None:
                 self._drained.set()
                 self._drained = None
+
+    def _entry_changed(self, expected: str) -> EntryChanged:
+        current = self._config.fingerprint
+        return EntryChanged(
+            f"server {self.name!r} changed since it was looked at: its entry's fingerprint is {current}, "
+            f"not the expected {expected}; nothing was sent. Look at its status again before calling it.",
+            server=self.name,
+            expected=expected,
+            current=current,
+        )
 
     def _unavailable_reason(self, state: ActorState) -> str:
         name = self.name

@@ -104,6 +104,8 @@ class Up:
         it); the reducer never looks at it.
     :param warnings: the tools the listing skipped, and why (R-TOOL-9).
     :param server_purpose: ``serverInfo``'s description, else its title.
+    :param fingerprint: the fingerprint of the entry this connection was
+        dialed with (R-CFG-8): what a call that expects one is checked against (R-TOOL-11).
     """
 
     generation: int
@@ -113,6 +115,7 @@ class Up:
     connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
     warnings: tuple[str, ...] = ()
     server_purpose: str | None = None
+    fingerprint: str = ""
 
 
 @attrs.frozen

@@ -111,7 +111,8 @@ async def run_transport(
                 up = True
                 info = connection.initialize_result.server_info
                 purpose = info.description or info.title or None
-                report(Up(generation, tools, connection.instructions, time.time(), connection, warnings, purpose))
+                instructions, now = connection.instructions, time.time()
+                report(Up(generation, tools, instructions, now, connection, warnings, purpose, config.fingerprint))
                 why = await _serve(connection, generation, refresh, dial_timeout, report)
                 reason = f"server {config.name!r}: connection lost: {why}"
                 report(Lost(generation, reason))
