@@ -28,19 +28,33 @@ spaces other than U+0020. The ways to show them:
   ours such as `` [read-only]``;
 * :func:`echoed` and :func:`bounded` quote a model's input back in an
   answer, cut to a bound with the length said (R-WS-6);
-* :func:`json_visible` escapes them in JSON text written for a terminal.
+* :func:`json_visible` escapes them in JSON text written for a terminal;
+* :func:`frame_safe` keeps a text from opening or closing a tag of the
+  frame a template puts around it (the instructions' and the server's own
+  purpose in the working set: R-INS-7, R-WS-5).
 
 Nothing here does I/O; the module imports nothing of the package.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
 from typing import Final
 
-__all__ = ["ECHO_LIMIT", "bounded", "echoed", "json_visible", "one_line", "quoted", "shown_name", "visible"]
+__all__ = [
+    "ECHO_LIMIT",
+    "bounded",
+    "echoed",
+    "frame_safe",
+    "json_visible",
+    "one_line",
+    "quoted",
+    "shown_name",
+    "visible",
+]
 
 _BARE_NAME: Final = re.compile(r"[\w.-]+")
 """A name shown without quotes: word characters of any script, digits, ``_``, ``.`` and ``-``."""
@@ -172,3 +186,28 @@ def bounded(text: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     return f"{line[:limit]}… ({len(line)} characters, the first {limit} shown)"
+
+
+@functools.lru_cache(maxsize=16)
+def _frame_tag(template: str) -> re.Pattern[str] | None:
+    """What in a text would open or close a tag of ``template``: a ``<`` before one of its tag names."""
+    names = sorted(set(re.findall(r"<\s*/?\s*([A-Za-z][\w.:-]*)", template)))
+    if not names:
+        return None
+    return re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + "))", re.IGNORECASE)
+
+
+def frame_safe(text: str, template: str) -> str:
+    """``text`` with every ``<`` that would open or close a tag ``template`` uses written ``&lt;``.
+
+    A frame of ours (``<mcp-server-instructions ...>``, ``</...>``) says where a
+    server's words begin and end; text inside it must hold no tag of the frame,
+    in any case, with or without spaces after ``<`` or ``/``, so the frame has
+    exactly one opening and one closing tag. Other ``<`` are left alone, and so
+    is everything else: make the text :func:`visible` (or :func:`one_line`) first.
+
+    :param text: the server's text, to stand inside the frame.
+    :param template: the format string that puts the frame around it.
+    """
+    tag = _frame_tag(template)
+    return text if tag is None else tag.sub("&lt;", text)

@@ -45,16 +45,14 @@ from __future__ import annotations
 
 import enum
 import fnmatch
-import functools
 import hashlib
-import re
 import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, cast, final
 
 import attrs
 
-from wave_actors._escaping import quoted, visible
+from wave_actors._escaping import frame_safe, quoted, visible
 from wave_actors._status import ServerStatus, SessionSnapshot, is_live
 
 __all__ = [
@@ -417,20 +415,9 @@ def _notice(kind: InstructionKind, name: str, template: str) -> InstructionMessa
     return InstructionMessage(kind=kind, server=name, text=template.format(server=quoted(name)))
 
 
-@functools.lru_cache(maxsize=16)
-def _frame_tag(template: str) -> re.Pattern[str] | None:
-    """What in a server's text would open or close a tag of ``template``: a ``<`` before one of its tag names."""
-    names = sorted(set(re.findall(r"<\s*/?\s*([A-Za-z][\w.:-]*)", template)))
-    if not names:
-        return None
-    return re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + "))", re.IGNORECASE)
-
-
 def _framed(text: str, template: str) -> str:
     """``text`` as it may stand inside ``template``'s frame: no control, no invisible character, no tag of the frame."""
-    shown = "\r\n".join(visible(part, keep="\n\t") for part in text.split("\r\n"))
-    tag = _frame_tag(template)
-    return shown if tag is None else tag.sub("&lt;", shown)
+    return frame_safe("\r\n".join(visible(part, keep="\n\t") for part in text.split("\r\n")), template)
 
 
 def _announcement(name: str, text: str, digest: str, template: str, truncated_template: str) -> InstructionMessage:

@@ -227,7 +227,8 @@ class ServerStatus:
     :param description: what the server is for: its entry's ``description``,
         else what the server said of itself at its last connect (``serverInfo``'s
         description, else its title); the working set shows it as the server's
-        purpose (R-WS-3).
+        purpose (R-WS-3), framed as the server's own words when
+        :attr:`described_by_server` says they are.
     :param enabled: ``False`` for entries that are never dialed (R-CFG-6).
     :param manually_disconnected: a manual disconnect holds until an explicit connect (R-DIAL-6).
     :param connection: how it is reached, without secrets; ``None`` only in
@@ -241,6 +242,9 @@ class ServerStatus:
         project connection this status shows (the one made for the entry the
         session loaded) is shared (R-SCOPE-1); ``None`` for a server the
         session owns alone.
+    :param described_by_server: :attr:`description` is what the server said of
+        itself, not its entry's: text the server chose, external content to a
+        model, never the host's or the user's words (R-WS-3).
     """
 
     name: str
@@ -261,6 +265,7 @@ class ServerStatus:
     fingerprint: str = ""
     warnings: tuple[str, ...] = ()
     shared: SharedUse | None = None
+    described_by_server: bool = False
 
     @property
     def tool_count(self) -> int:
