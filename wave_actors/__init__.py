@@ -40,6 +40,11 @@ from wave_actors._errors import (
     UnknownTool as UnknownTool,
     WaveActorsError as WaveActorsError,
 )
+from wave_actors._failure_notices import (
+    FailureNotice as FailureNotice,
+    FailureWording as FailureWording,
+    failure_notices as failure_notices,
+)
 from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
 from wave_actors._instructions import (
     DEFAULT_WORDING as DEFAULT_WORDING,

@@ -47,7 +47,7 @@ import enum
 import fnmatch
 import hashlib
 import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final, cast, final
 
 import attrs
@@ -75,11 +75,15 @@ The marker is a JSON object, version 1::
     {"v": 1, "kind": "announce", "server": "docs", "sha256": "<64 hex digits>"}
     {"v": 1, "kind": "offline", "server": "docs"}
     {"v": 1, "kind": "withdrawn", "server": "docs"}
+    {"v": 1, "kind": "failed", "server": "docs", "sha256": "<64 hex digits>"}
 
 ``sha256`` is the hex SHA-256 of the server's whole instructions text (UTF-8,
 lone surrogates passed through), before any truncation: it records which text
-was announced, so a changed text is announced again. Anything else under this
-key (another version, a missing field, a wrong type) is ignored.
+was announced, so a changed text is announced again. ``failed`` marks a
+failure notice (:func:`~wave_actors._failure_notices.failure_notices`), its
+``sha256`` recording which failure was told; instruction updates ignore it.
+Anything else under this key (another version, a missing field, a wrong type)
+is ignored.
 
 Only a marker the library made counts (R-INS-6): the value under this key in
 :attr:`InstructionMessage.meta` is a ``dict`` of a private type, which JSON
@@ -132,21 +136,28 @@ _REQUIRED: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
-def _check_template(instance: InstructionWording, attribute: attrs.Attribute[str], value: str) -> None:
+def check_template(where: str, value: str, allowed: frozenset[str], required: frozenset[str]) -> None:
+    """Refuse a message template that is not a format string, uses a placeholder not ``allowed``, lacks a
+    ``required`` one, or is blank: every message the library hands a host is visible and says what it must.
+
+    :param where: the template's name in the messages, ``Class.field``.
+    :raises ValueError: naming ``where`` and what is wrong.
+    """
     try:
         fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
     except ValueError as error:
-        raise ValueError(f"InstructionWording.{attribute.name} is not a valid format string: {error}") from None
-    allowed = _FIELDS[attribute.name]
+        raise ValueError(f"{where} is not a valid format string: {error}") from None
     if unknown := fields - allowed:
-        raise ValueError(
-            f"InstructionWording.{attribute.name} uses unknown placeholders {sorted(unknown)}; "
-            f"it may use {sorted(allowed)}"
-        )
-    if missing := _REQUIRED[attribute.name] - fields:
-        raise ValueError(f"InstructionWording.{attribute.name} must contain the placeholders {sorted(missing)}")
+        raise ValueError(f"{where} uses unknown placeholders {sorted(unknown)}; it may use {sorted(allowed)}")
+    if missing := required - fields:
+        raise ValueError(f"{where} must contain the placeholders {sorted(missing)}")
     if not value.strip():
-        raise ValueError(f"InstructionWording.{attribute.name} is blank; every message must be visible")
+        raise ValueError(f"{where} is blank; every message must be visible")
+
+
+def _check_template(instance: InstructionWording, attribute: attrs.Attribute[str], value: str) -> None:
+    name = attribute.name
+    check_template(f"InstructionWording.{name}", value, _FIELDS[name], _REQUIRED[name])
 
 
 @attrs.frozen
@@ -234,10 +245,20 @@ class InstructionMessage:
         the object itself while the history is in memory; JSON writes it as a
         plain object, made a marker again by :func:`restore_instruction_meta`.
         """
-        marker = _Marker(v=_MARKER_VERSION, kind=self.kind.value, server=self.server)
-        if self.sha256 is not None:
-            marker["sha256"] = self.sha256
-        return {MARKER_KEY: marker}
+        return library_meta(self.kind.value, self.server, self.sha256)
+
+
+def library_meta(kind: str, server: str, sha256: str | None) -> dict[str, dict[str, object]]:
+    """``{MARKER_KEY: marker}`` for a message of the library's own, its marker of the private type (R-INS-6).
+
+    :param kind: what the message says (an :class:`InstructionKind` value, or ``"failed"``).
+    :param server: the server's name.
+    :param sha256: what text (or failure) the message told, if it told one.
+    """
+    marker = _Marker(v=_MARKER_VERSION, kind=kind, server=server)
+    if sha256 is not None:
+        marker["sha256"] = sha256
+    return {MARKER_KEY: marker}
 
 
 @final
@@ -258,12 +279,14 @@ def restore_instruction_meta(meta: Mapping[str, object]) -> dict[str, object]:
     :attr:`InstructionMessage.meta` holds one as a ``dict`` of a private
     type, which storing the history as JSON turns into a plain object. When a
     host reloads a stored history, it passes the ``meta`` of each message it
-    appended from :func:`instruction_updates` through this function, **and
-    no other item's**: a tool result's ``_meta`` is what its server chose, and
-    a marker in it would let one server hide another's instructions. Without
-    this step a reloaded history only announces again, never less.
+    appended from :func:`instruction_updates` (and of each failure notice,
+    :attr:`FailureNotice.meta <wave_actors.FailureNotice.meta>`) through this
+    function, **and no other item's**: a tool result's ``_meta`` is what its
+    server chose, and a marker in it would let one server hide another's
+    instructions or failure. Without this step a reloaded history only
+    announces (and tells failures) again, never less.
 
-    :param meta: the stored ``meta`` mapping of one of the host's own instruction messages.
+    :param meta: the stored ``meta`` mapping of one of the host's own instruction messages or failure notices.
     :returns: a copy, with the value under :data:`MARKER_KEY` made a marker when
         it is a mapping (its fields are checked when read, as any marker's).
     """
@@ -350,7 +373,7 @@ def instruction_updates(
         if not _has_instructions(status) or _all_denied(status, is_denied):
             continue
         text = status.instructions or ""
-        digest = _digest(text)
+        digest = text_sha256(text)
         previous = announced.get(name)
         if previous == digest:
             continue
@@ -376,7 +399,8 @@ def _has_instructions(status: ServerStatus) -> bool:
     return status.instructions is not None and status.instructions.strip() != ""
 
 
-def _digest(text: str) -> str:
+def text_sha256(text: str) -> str:
+    """The hex SHA-256 of ``text`` in UTF-8, what a marker records of a text it told."""
     # surrogatepass: a JSON-decoded text may hold lone surrogates, which strict UTF-8 refuses.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -392,13 +416,21 @@ def _marker_of(item: object) -> Mapping[str, object] | None:
     return marker if isinstance(marker, _Marker) else None
 
 
+def library_markers(history: Iterable[object]) -> Iterator[Mapping[str, object]]:
+    """Every marker of the version this library writes that the library made in ``history``, oldest first (R-INS-6).
+
+    Only each item's ``meta`` is read; a marker a server could spell (a plain mapping) is skipped.
+    """
+    for item in history:
+        marker = _marker_of(item)
+        if marker is not None and marker.get("v") == _MARKER_VERSION:
+            yield marker
+
+
 def _announced(history: Iterable[object]) -> dict[str, str]:
     """Each server whose last marker is an announcement, with the digest of the text announced."""
     announced: dict[str, str] = {}
-    for item in history:
-        marker = _marker_of(item)
-        if marker is None or marker.get("v") != _MARKER_VERSION:
-            continue
+    for marker in library_markers(history):
         server, kind = marker.get("server"), marker.get("kind")
         if not isinstance(server, str):
             continue

@@ -43,6 +43,7 @@ from wave_actors._errors import (
     UnknownTool,
     WaveActorsError,
 )
+from wave_actors._failure_notices import DEFAULT_FAILURE_WORDING, FailureNotice, FailureWording, failure_notices
 from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._parameters import ServerEntries, SessionSources
@@ -392,6 +393,22 @@ class Session(metaclass=NoPublicConstructor):
         :param wording: the message templates.
         """
         return instruction_updates(history, self.snapshot(), denied=denied, wording=wording)
+
+    def failure_notices(
+        self, history: Iterable[object], *, wording: FailureWording = DEFAULT_FAILURE_WORDING
+    ) -> list[FailureNotice]:
+        """The notices of failed servers to append before the next model call, for the current snapshot (R-WS-8).
+
+        :func:`wave_actors.failure_notices` over :meth:`snapshot`: each server in
+        ``error`` is told once per failure, in both load modes, beside its
+        ``unavailable`` line in the working set; the markers in ``history`` are
+        the only memory of what was told, as for :meth:`instruction_updates`.
+
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
+            and in it only a marker the library made (R-INS-6).
+        :param wording: the notice's template.
+        """
+        return failure_notices(history, self.snapshot(), wording=wording)
 
     def resolve_tool(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a model-visible name maps to (R-TOOL-1).

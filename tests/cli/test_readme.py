@@ -114,6 +114,12 @@ def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_pat
     assert "error: mcp_call belongs to the MCP working-set mode" in expected  # R-WS-7
 
 
+def test_readme_failure_notice_example_tells_each_failure_once(tmp_path: Path) -> None:
+    # R-WS-8: told on the failed lazy dial, not repeated, told again after a retry that failed.
+    expected = assert_section_prints_what_it_shows(tmp_path, "Telling the model a server failed", "failure_notices")
+    assert expected.startswith("turn 1: broken\nturn 2: nothing new\nturn 3: broken\n")
+
+
 def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
     # R-INS-2: the three-turn example runs and prints exactly what the README shows.
     assert_section_prints_what_it_shows(tmp_path, "Server instructions in the conversation")
