@@ -278,6 +278,10 @@ class Session(metaclass=NoPublicConstructor):
         calls fail fast with :class:`ServerUnavailable`; the new connection's
         listing replaces it.
 
+        In a project-mode session the connection is the project's: every
+        live session of the project moves to the new generation together,
+        served by one new process (R-SCOPE-6).
+
         :raises UnknownServer: no such server.
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
         :raises DialError: the new dial failed; the server is left in ``error``.

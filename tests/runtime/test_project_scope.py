@@ -394,6 +394,38 @@ async def test_a_crash_moves_every_attached_session_to_reconnecting_together(
         assert len(pids("crash-shared")) == 1
 
 
+async def test_reconnect_from_one_session_moves_every_session_to_the_new_generation_of_one_process(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-6; source 002 "面板「重连」": tear the old connection down, build the new one, every live session follows.
+    log = tmp_path / "calls.jsonl"
+    entry = fault_server_entry(instructions="reconnect-shared", call_log=log)
+    async with project_host(tmp_path, options) as host:
+        first = await host.create_session(tmp_path, {"r": entry}, ownership="project")
+        second = await host.create_session(tmp_path, {"r": entry}, ownership="project")
+        await first.prepare_turn()
+        await second.prepare_turn()
+        [old_pid] = pids("reconnect-shared")
+        old_generation = first.server("r").generation
+        assert second.server("r").generation == old_generation
+
+        status = await second.reconnect("r")
+
+        assert status.state is ServerState.CONNECTED and status.generation > old_generation
+        for session in (first, second):
+            seen = session.server("r")
+            assert (seen.state, seen.generation, seen.shared) == (
+                ServerState.CONNECTED,
+                status.generation,
+                SharedUse(2),
+            )
+        [new_pid] = pids("reconnect-shared")
+        assert new_pid != old_pid  # one process: the old one is gone, the new one serves every session
+        await first.call_tool("mcp__r__echo", {"text": "from the first"})
+        await second.call_tool("mcp__r__echo", {"text": "from the second"})
+    assert [json.loads(line)["pid"] for line in log.read_text().splitlines()] == [new_pid, new_pid]
+
+
 async def test_a_destroy_racing_a_reconcile_leaves_no_process(tmp_path: Path, options: SessionOptions) -> None:
     # R-SCOPE-3, R-RACE-2: whichever finishes first, nothing is left once the host closes (the autouse check).
     for round_ in range(6):
