@@ -1,4 +1,4 @@
-"""Answers no request may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9).
+"""Answers no request may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9, R-TOOL-12).
 
 The MCP SDK matches an answer to its request only once the answer is a valid
 JSON-RPC message, and validates a whole tool listing at once. Holes
@@ -18,9 +18,11 @@ SDK's session, by rewriting what travels on the SDK's streams:
   the tools the SDK would reject out of their answers, recording which and
   why, so the server keeps its valid tools.
 - An answer larger than the transport's limit on one message
-  (``TransportOptions.max_message_bytes``) is dropped by the HTTP and SSE
-  transports; :func:`oversized_answer` fails its request at once, naming
-  the limit, and the connection goes on.
+  (``TransportOptions.max_message_bytes``) is dropped unread by every
+  transport; :func:`oversized_answer` fails its request at once, naming the
+  limit, and the connection goes on (R-TOOL-12). Over stdio and SSE the
+  request is found by the id at either end of the message
+  (:func:`oversized_message`).
 
 The error answers it makes carry a :class:`Refusal` as their ``data``: a
 Python object no server can send, so
@@ -54,6 +56,7 @@ __all__ = [
     "checked_streams",
     "malformed_answer",
     "oversized_answer",
+    "oversized_message",
     "unsendable_request",
 ]
 
@@ -117,32 +120,73 @@ def _readable_answer(line: bytes, error: ValueError) -> tuple[RequestId, str] | 
     return request_id, _what_is_wrong(message, error)
 
 
-# The start of an answer whose body is too deep even for Python's parser: its top-level id is
-# still readable when only simple members come before the result, as serializers write them.
+# The start of an answer: only simple members before its result, as serializers write them; its
+# top-level id is readable there when one of them is the id (the MCP Python SDK writes it second).
 _ANSWER_START: Final = re.compile(
-    rb'\A\s*\{(?P<members>(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)+)\s*"(?:result|error)"\s*:'
+    rb'\A\s*\{(?P<members>(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*)\s*"(?:result|error)"\s*:'
 )
+# The end of an answer whose simple members come after its result (the TypeScript SDK writes
+# `{"result": ..., "jsonrpc": "2.0", "id": 7}`): members closed by the one brace that ends the line.
+_ANSWER_END: Final = re.compile(rb'(?P<members>(?:,\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*)+)\}\s*\Z')
 _ID_MEMBER: Final = re.compile(rb'"id"\s*:\s*(?:(?P<number>-?\d+)|"(?P<text>[^"\\]*)")')
+_EDGE_BYTES: Final = 4096
 
 
 def _too_deep_answer(line: bytes) -> tuple[RequestId, str] | None:
-    request_id = answered_id(line)
+    request_id = answered_id(line[:_EDGE_BYTES], line[-_EDGE_BYTES:])
     return None if request_id is None else (request_id, _TOO_DEEP)
 
 
-def answered_id(head: bytes) -> RequestId | None:
-    """The top-level id of the answer that starts with ``head``, if it can be read there.
+def answered_id(head: bytes, tail: bytes = b"") -> RequestId | None:
+    """The top-level id of the answer that starts with ``head`` and ends with ``tail``, if it can be read there.
 
-    For an answer too large to keep (:func:`oversized_answer`): serializers
-    write ``jsonrpc`` and ``id`` before ``result``, so the id is in the first
-    bytes; ``None`` when it is not.
+    For an answer too large to keep (:func:`oversized_answer`) or to parse:
+    the start must be that of an answer (simple members, then ``result`` or
+    ``error``), and the id is read among the simple members before the
+    result or, failing that, among those after it, which only the brace
+    closing the message may follow. Both places hold top-level members only,
+    so an id nested in the result is never taken for the answer's.
+
+    :param head: the first bytes of the message (4 KiB are enough).
+    :param tail: its last bytes; empty when they were not kept.
+    :returns: ``None`` when the message does not start as an answer, or no id is in either place.
     """
-    start = _ANSWER_START.match(head, 0, 4096)
-    member = _ID_MEMBER.search(start.group("members")) if start is not None else None
+    start = _ANSWER_START.match(head, 0, _EDGE_BYTES)
+    if start is None:
+        return None
+    member = _ID_MEMBER.search(start.group("members"))
+    if member is None and tail:
+        end = _ANSWER_END.search(tail[-_EDGE_BYTES:])
+        member = _ID_MEMBER.search(end.group("members")) if end is not None else None
     if member is None:
         return None
     number, text = member.group("number"), member.group("text")
     return int(number) if number is not None else text.decode("utf-8", "replace")
+
+
+def oversized_message(server: str, head: bytes, tail: bytes, limit: int) -> SessionMessage | None:
+    """What a message larger than ``limit`` bytes, dropped unread, becomes (R-TOOL-12).
+
+    :param server: the server's name, for the log.
+    :param head: the message's first bytes.
+    :param tail: its last bytes (empty when the transport did not keep them).
+    :param limit: the limit it passed.
+    :returns: an error answer failing the request it answered, whose id is
+        read from its ends (:func:`answered_id`); ``None`` when no id can be
+        read there (a notification, a request of the server's, or an answer
+        written in an unusual order), after a warning: nothing can be failed
+        with it, and a request it may have answered ends at its own deadline.
+    """
+    request_id = answered_id(head, tail)
+    if request_id is None:
+        logger.warning(
+            "server %r: dropped a message of over %d bytes (TransportOptions.max_message_bytes); "
+            "no request id could be read in it",
+            server,
+            limit,
+        )
+        return None
+    return oversized_answer(request_id, limit)
 
 
 def oversized_answer(request_id: RequestId, limit: int) -> SessionMessage:

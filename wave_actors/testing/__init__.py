@@ -129,6 +129,8 @@ def fault_server_entry(
     random_stdout: int | None = None,
     stderr_flood: int | None = None,
     huge_response: int | None = None,
+    huge_notification: int | None = None,
+    id_last: bool = False,
     list_changed_every: float | None = None,
     call_log: str | os.PathLike[str] | None = None,
     exit_on_eof: bool = True,
@@ -179,6 +181,10 @@ def fault_server_entry(
     :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
     :param huge_response: ``echo`` answers with a text of exactly this many characters.
+    :param huge_notification: before answering each ``tools/call``, send a
+        ``notifications/message`` whose ``data`` is a text of this many characters.
+    :param id_last: write every answer with its ``result`` or ``error`` first
+        and its ``id`` last, as the TypeScript SDK serializes them.
     :param list_changed_every: after initialize, send ``notifications/tools/list_changed``
         every so many seconds.
     :param call_log: append one JSON line ``{"id", "tool", "pid", "time"}`` per
@@ -201,6 +207,7 @@ def fault_server_entry(
         "exit_on_start": exit_on_start,
         "stderr_flood": stderr_flood,
         "huge_response": huge_response,
+        "huge_notification": huge_notification,
         "list_changed_every": list_changed_every,
         "call_log": call_log,
         "pid_file": pid_file,
@@ -227,6 +234,7 @@ def fault_server_entry(
         "progress_tool": progress_tool,
         "silent_list_changes": silent_list_changes,
         "garbage_stdout": garbage_stdout,
+        "id_last": id_last,
         "ignore_eof": not exit_on_eof,
     }
     args += [_flag(name) for name, enabled in switches.items() if enabled]

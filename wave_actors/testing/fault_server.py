@@ -37,6 +37,10 @@ Malformed output, as hostile or broken servers write it:
 * ``--random-stdout BYTES`` writes that many random bytes to stdout at start,
   then a newline, then serves normally; ``--garbage-stdout`` writes one known
   non-JSON line at start and before every message.
+* ``--huge-notification BYTES``: before answering each ``tools/call``, send a
+  ``notifications/message`` whose ``data`` is a text of that many characters.
+* ``--id-last`` writes every answer with its ``result`` (or ``error``) first
+  and its ``jsonrpc`` and ``id`` last, as the TypeScript SDK serializes them.
 
 Process behaviour worth knowing:
 
@@ -164,6 +168,16 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         help="notify_list_changed adds its tool but sends no notifications/tools/list_changed",
     )
     parser.add_argument("--random-stdout", type=int, default=0, metavar="BYTES", help="random bytes on stdout at start")
+    parser.add_argument(
+        "--huge-notification",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="before answering each tools/call, send a notifications/message of that many characters",
+    )
+    parser.add_argument(
+        "--id-last", action="store_true", help="write answers with result or error first and id last (as TypeScript)"
+    )
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument(
@@ -318,14 +332,20 @@ class FaultServer:
                 # The reader is gone; nobody is left to answer.
                 os._exit(0)
 
+    def answer(self, request_id: object, member: str, value: object) -> None:
+        if self.options.id_last:
+            self.send({member: value, "jsonrpc": "2.0", "id": request_id})
+        else:
+            self.send({"jsonrpc": "2.0", "id": request_id, member: value})
+
     def respond(self, request_id: object, result: JSONObject) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        self.answer(request_id, "result", result)
 
     def respond_malformed(self, request_id: object) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": "oops"})
+        self.answer(request_id, "result", "oops")
 
     def respond_error(self, request_id: object, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+        self.answer(request_id, "error", {"code": code, "message": message})
 
     def notify(self, method: str, params: JSONObject | None = None) -> None:
         message: JSONObject = {"jsonrpc": "2.0", "method": method}
@@ -479,6 +499,9 @@ class FaultServer:
         if arguments is None:
             raise _RequestError(INVALID_PARAMS, "arguments must be an object")
         self.wait(self.options.call_delay, cancelled)
+        if self.options.huge_notification is not None:
+            data = "x" * self.options.huge_notification
+            self.notify("notifications/message", {"level": "info", "logger": "fault_server", "data": data})
         if name in self.options.json_rpc_error:
             raise _RequestError(INVALID_PARAMS, f"{name} answers with a JSON-RPC error (--json-rpc-error)")
         if name == "echo":
