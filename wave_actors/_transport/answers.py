@@ -44,6 +44,7 @@ import trio
 
 from wave_actors._config.redact import describe_secret
 from wave_actors._transport.progress import ProgressRoutes
+from wave_actors._transport.server_requests import ServerRequests
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
@@ -356,23 +357,34 @@ def _correlated(request_id: RequestId) -> RequestId:
 
 
 class _CheckedReadStream(trio.abc.AsyncResource):
-    """A read stream handing progress to its callers, then every other item to
-    :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``)."""
+    """A read stream handing progress to its callers and the server's requests to their answerer, then every
+    other item to :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``); it ends after a flood of requests."""
 
-    def __init__(self, inner: Any, check: ToolListingCheck, progress: ProgressRoutes | None) -> None:
+    def __init__(
+        self, inner: Any, check: ToolListingCheck, progress: ProgressRoutes | None, requests: ServerRequests | None
+    ) -> None:
+        import anyio
+
         self._inner = inner
         self._check = check
         self._progress = progress
+        self._requests = requests
+        self._end = anyio.EndOfStream
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
-        item = await self._inner.receive()
-        while self._progress is not None and self._progress.deliver(item):
+        while True:
+            if self._requests is not None and self._requests.flooded:
+                raise self._end  # the connection is lost: what the server sends now is not handed on
             item = await self._inner.receive()
-        return self._check.received(item)
+            if self._progress is not None and self._progress.deliver(item):
+                continue
+            if self._requests is not None and self._requests.received(item):
+                continue
+            return self._check.received(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -381,10 +393,10 @@ class _CheckedReadStream(trio.abc.AsyncResource):
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        item = await self._inner.__anext__()
-        while self._progress is not None and self._progress.deliver(item):
-            item = await self._inner.__anext__()
-        return self._check.received(item)
+        try:
+            return await self.receive()
+        except self._end:
+            raise StopAsyncIteration from None
 
 
 class _CheckedWriteStream(trio.abc.AsyncResource):
@@ -403,13 +415,20 @@ class _CheckedWriteStream(trio.abc.AsyncResource):
 
 
 def checked_streams(
-    read_stream: Any, write_stream: Any, check: ToolListingCheck, progress: ProgressRoutes | None = None
+    read_stream: Any,
+    write_stream: Any,
+    check: ToolListingCheck,
+    progress: ProgressRoutes | None = None,
+    requests: ServerRequests | None = None,
 ) -> tuple[Any, Any]:
-    """``(read_stream, write_stream)`` as the SDK should see them: through ``check`` (and ``progress``).
+    """``(read_stream, write_stream)`` as the SDK should see them: through ``check`` (and ``progress``, ``requests``).
 
     :param read_stream: the transport's stream of incoming messages.
     :param write_stream: the transport's stream of outgoing messages.
     :param check: the connection's tool-listing check.
     :param progress: the connection's progress routes (R-TOOL-10); their notifications never reach the SDK.
+    :param requests: the connection's answerer of the server's requests
+        (R-TOOL-13); those requests never reach the SDK, and the read stream
+        ends once they flood it.
     """
-    return _CheckedReadStream(read_stream, check, progress), _CheckedWriteStream(write_stream, check)
+    return _CheckedReadStream(read_stream, check, progress, requests), _CheckedWriteStream(write_stream, check)

@@ -131,6 +131,7 @@ def fault_server_entry(
     huge_response: int | None = None,
     huge_notification: int | None = None,
     id_last: bool = False,
+    ping_flood: int | None = None,
     list_changed_every: float | None = None,
     call_log: str | os.PathLike[str] | None = None,
     exit_on_eof: bool = True,
@@ -185,6 +186,9 @@ def fault_server_entry(
         ``notifications/message`` whose ``data`` is a text of this many characters.
     :param id_last: write every answer with its ``result`` or ``error`` first
         and its ``id`` last, as the TypeScript SDK serializes them.
+    :param ping_flood: add a tool ``flood {}`` whose call makes the server send
+        this many ``ping`` requests while it reads nothing from stdin (a
+        hostile server), then answer the call.
     :param list_changed_every: after initialize, send ``notifications/tools/list_changed``
         every so many seconds.
     :param call_log: append one JSON line ``{"id", "tool", "pid", "time"}`` per
@@ -208,6 +212,7 @@ def fault_server_entry(
         "stderr_flood": stderr_flood,
         "huge_response": huge_response,
         "huge_notification": huge_notification,
+        "ping_flood": ping_flood,
         "list_changed_every": list_changed_every,
         "call_log": call_log,
         "pid_file": pid_file,

@@ -41,6 +41,10 @@ Malformed output, as hostile or broken servers write it:
   ``notifications/message`` whose ``data`` is a text of that many characters.
 * ``--id-last`` writes every answer with its ``result`` (or ``error``) first
   and its ``jsonrpc`` and ``id`` last, as the TypeScript SDK serializes them.
+* ``--ping-flood N`` adds a tool ``flood {}``: a call of it makes the server
+  send N ``ping`` requests of its own (ids ``"flood-1"`` ..), from the thread
+  that reads stdin, so it reads nothing until they are all written; then it
+  answers the call, and reads on.
 
 Process behaviour worth knowing:
 
@@ -178,6 +182,13 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--id-last", action="store_true", help="write answers with result or error first and id last (as TypeScript)"
     )
+    parser.add_argument(
+        "--ping-flood",
+        type=int,
+        default=None,
+        metavar="N",
+        help="add a tool 'flood' whose call sends N ping requests without reading stdin meanwhile, then answers",
+    )
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument(
@@ -251,6 +262,14 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
     tools.extend(_extra_tool(name) for name in options.named_tool)
     if options.deep_schema is not None:
         tools.append({**_extra_tool("deep"), "inputSchema": _deep_schema(options.deep_schema)})
+    if options.ping_flood is not None:
+        tools.append(
+            {
+                "name": "flood",
+                "description": "Send ping requests without reading stdin meanwhile, then answer.",
+                "inputSchema": _object_schema({}, []),
+            }
+        )
     if options.progress_tool:
         tools.append(
             {
@@ -397,6 +416,10 @@ class FaultServer:
         request_id: object = message["id"]
         if method == "tools/call":
             self.on_call_received(request_id, params)
+            call = _as_object(params)
+            if self.options.ping_flood is not None and call is not None and call.get("name") == "flood":
+                self.flood(request_id, self.options.ping_flood)
+                return
         cancelled = threading.Event()
         with self.in_flight_lock:
             self.in_flight[self._key(request_id)] = cancelled
@@ -429,6 +452,12 @@ class FaultServer:
         if limit is not None and self.calls_received >= limit:
             _log(f"call {self.calls_received} received; crashing with code {CRASH_AFTER_CALLS_EXIT_CODE}")
             os._exit(CRASH_AFTER_CALLS_EXIT_CODE)
+
+    def flood(self, request_id: object, count: int) -> None:
+        """Send ``count`` ping requests from the stdin reader, so nothing is read meanwhile; then answer."""
+        for index in range(1, count + 1):
+            self.send({"jsonrpc": "2.0", "id": f"flood-{index}", "method": "ping"})
+        self.respond(request_id, _text_result(f"sent {count} pings"))
 
     # ----- requests, each on its own thread -----
 
