@@ -56,6 +56,7 @@ __all__ = [
     "answered_id",
     "checked_streams",
     "malformed_answer",
+    "misaddressed_answer",
     "oversized_answer",
     "oversized_message",
     "unsendable_request",
@@ -83,6 +84,8 @@ class Refusal(enum.Enum):
     """It could not be written to the server."""
     TOO_LARGE = "too large"
     """The server's answer to it was larger than the transport's limit on one message."""
+    MISADDRESSED = "misaddressed"
+    """What came back on its own HTTP exchange was not its answer (another request's id, or no answer at all)."""
 
 
 def malformed_answer(server: str, line: bytes, error: ValueError) -> SessionMessage | None:
@@ -201,6 +204,20 @@ def oversized_answer(request_id: RequestId, limit: int) -> SessionMessage:
         "(TransportOptions.max_message_bytes); it was dropped, and the connection is fine"
     )
     return _error_answer(request_id, text, Refusal.TOO_LARGE)
+
+
+def misaddressed_answer(request_id: RequestId, what: str) -> SessionMessage:
+    """An error answer for a request whose own HTTP exchange brought back something else than its answer.
+
+    Over streamable HTTP the answer on a POST's stream belongs to that POST's
+    request (R-TOOL-14): what came instead is dropped, completes no other
+    request, and this request fails at once as a protocol error.
+
+    :param request_id: the request the POST carried.
+    :param what: what came back instead, e.g. ``"the answer to request 7"``.
+    """
+    text = f"the server sent {what} in reply to this request: a protocol error; it was dropped"
+    return _error_answer(request_id, text, Refusal.MISADDRESSED)
 
 
 def unsendable_request(message: SessionMessage, error: Exception) -> SessionMessage | None:

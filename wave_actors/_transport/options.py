@@ -52,7 +52,7 @@ class TransportOptions:
     :param ping_timeout: seconds a ping may take before the connection is
         declared lost.
     :param max_message_bytes: the largest message a server may send: one
-        stdio line, one server-sent event over http or sse
+        stdio line, one server-sent event or JSON answer over http or sse
         (64 MiB by default). A larger answer is skipped unread (never held
         whole) and fails its request with a :class:`~wave_actors.ToolCallError`
         naming this limit; the connection and its other calls go on
