@@ -207,6 +207,18 @@ async def test_a_renewed_session_lists_its_tools_again() -> None:
                 await listed.wait()
 
 
+# R-TOOL-13: requests of the server's are answered, on the session they came on.
+
+
+async def test_the_servers_pings_are_answered_over_http() -> None:
+    async with serve_reference_server() as url:
+        with trio.fail_after(30):
+            async with open_connection(remote("http", url), options=QUIET) as connection:
+                # One after the other: never more than one waiting, however many in all.
+                result = await connection.call_tool("ping_client", {"times": 100}, timeout=20)
+                assert text_of(result) == "100 pongs" and not connection.lost
+
+
 # R-TOOL-10: progress reaches the call that asked for it, in order, and no other.
 
 

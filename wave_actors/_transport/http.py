@@ -30,6 +30,10 @@ SDK) and the JSON-RPC messages on the SDK's streams.
   answer is rewritten to name the limit
   (:func:`~wave_actors._transport.answers.oversized_answer`). The connection
   itself is fine and stays up.
+- **Answers to the server's own requests stay in their session** (R-TOOL-13).
+  A request of the server's is tagged with the session it came on; its
+  answer is sent with that session's id, and dropped if the session was
+  renewed meanwhile, never sent into the new one.
 """
 
 from __future__ import annotations
@@ -145,9 +149,12 @@ class _HttpSession:
         on_renewed: Callable[[], None],
         renew_timeout: float,
     ) -> None:
+        from mcp.shared.message import ClientMessageMetadata, SessionMessage
         from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
         self._config = config
+        self.server = config.name
+        """The server's name, for the log."""
         self._on_lost = on_lost
         self._on_renewed = on_renewed
         self._renew_timeout = renew_timeout
@@ -174,6 +181,8 @@ class _HttpSession:
         self._notification_type = JSONRPCNotification
         self._answer_types = (JSONRPCResponse, JSONRPCError)
         self._error_type = JSONRPCError
+        self._message = SessionMessage
+        self._metadata = ClientMessageMetadata
 
     # HTTP: the event hooks of the client the SDK uses.
 
@@ -236,6 +245,9 @@ class _HttpSession:
         if isinstance(item, Exception):
             return item
         message = item.message
+        if isinstance(message, self._request_type) and self.session_id is not None:
+            # A request of the server's: its answer belongs to the session that asked (R-TOOL-13).
+            return self._message(message, metadata=self._metadata(headers={_SESSION_HEADER: self.session_id}))
         if not isinstance(message, self._answer_types) or message.id is None:
             return item
         request_id = message.id
@@ -270,6 +282,18 @@ class _HttpSession:
         if (limit := _EVENT_LIMIT.search(error.message)) is not None and error.code == _connection_closed():
             return oversized_answer(request_id, int(limit.group(1)))
         return item
+
+    def asked_before(self, item: SessionMessage) -> bool:
+        """Whether ``item`` answers a request of the server's that a session other than the current one sent.
+
+        Such an answer is dropped, never sent into the new session: the
+        server that renewed the session is no longer waiting for it (R-TOOL-13).
+        """
+        metadata = item.metadata
+        if not isinstance(item.message, self._answer_types) or not isinstance(metadata, self._metadata):
+            return False
+        asked = (metadata.headers or {}).get(_SESSION_HEADER)
+        return asked is not None and asked != self.session_id
 
     def _forgotten(self, request_id: RequestId, why: str) -> SessionMessage:
         # The code of a closed connection: the caller is told the loss reason (ServerUnavailable).
@@ -415,6 +439,9 @@ class _SessionWriteStream:
             self._posts.abandon(abandoned)
         while (holding := self._session.holding) is not None:
             await holding.wait()
+        if self._session.asked_before(item):
+            logger.debug("server %r: an answer to a request of an ended HTTP session was dropped", self._session.server)
+            return
         await self._inner.send(item)
 
     async def aclose(self) -> None:

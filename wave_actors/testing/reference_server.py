@@ -16,9 +16,10 @@ rename) and logged on stderr. Endpoints: ``/mcp`` (streamable HTTP),
 Tools: ``echo {text}``, ``add {a, b}``, ``sleep {seconds}``, ``pid {}``
 (annotated ``readOnlyHint``), ``big {size}`` (a text of ``size`` characters),
 ``progress {steps}`` (reports ``steps`` progress notifications, then
-answers) and ``client_info {}`` (the ``clientInfo`` name and version the
-client sent in ``initialize``). The initialize result carries
-:data:`INSTRUCTIONS`.
+answers), ``ping_client {times}`` (pings the client that many times, one
+after the other, on the call's own stream, then answers) and
+``client_info {}`` (the ``clientInfo`` name and version the client sent in
+``initialize``). The initialize result carries :data:`INSTRUCTIONS`.
 
 Over streamable HTTP two more paths let a test see the server's side of
 sessions: ``GET /wave-actors/sessions`` answers
@@ -47,7 +48,8 @@ import anyio
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import ToolAnnotations
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import EmptyResult, PingRequest, ToolAnnotations
 
 INSTRUCTIONS: Final = "Reference server for wave-actors tests: echo, add, sleep and pid."
 
@@ -84,6 +86,17 @@ def build_server() -> MCPServer:
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"{steps} steps"
+
+    @server.tool(
+        description="Ping the client the given number of times, one after the other, on the call's own stream."
+    )
+    async def ping_client(times: int, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        related = ServerMessageMetadata(related_request_id=ctx.request_id)
+        for _ in range(times):
+            await ctx.session.send_request(
+                PingRequest(), EmptyResult, request_read_timeout_seconds=10, metadata=related
+            )
+        return f"{times} pongs"
 
     @server.tool(description="Return the clientInfo name and version the client sent in initialize.")
     def client_info(ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
