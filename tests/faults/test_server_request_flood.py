@@ -19,16 +19,12 @@ from pathlib import Path
 import pytest
 import trio
 from presets import FAST_SESSION
+from process_support import HostPeaks
 
 from wave_actors import Host, ServerState, ServerUnavailable
-from wave_actors.testing import count_tasks, fault_server_entry, wait_for_state
+from wave_actors.testing import fault_server_entry, wait_for_state
 
 FLOOD = 100_000
-
-
-def rss_bytes() -> int:
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
-    return pages * 4096
 
 
 async def test_a_ping_flood_mid_call_closes_only_the_flooders_connection(tmp_path: Path) -> None:
@@ -43,18 +39,10 @@ async def test_a_ping_flood_mid_call_closes_only_the_flooders_connection(tmp_pat
         await session.prepare_turn()
         before = {name: session.server(name).generation for name in ("flooder", "healthy")}
         bystander_generation = bystander.server("healthy").generation
-        tasks_before, rss_before = count_tasks(), rss_bytes()
-        most_tasks, most_rss = tasks_before, rss_before
-
-        async def sample() -> None:
-            nonlocal most_tasks, most_rss
-            while True:
-                most_tasks, most_rss = max(most_tasks, count_tasks()), max(most_rss, rss_bytes())
-                await trio.sleep(0.002)
-
+        peaks = HostPeaks()
         with trio.fail_after(30):
             async with trio.open_nursery() as sampler:
-                sampler.start_soon(sample)
+                sampler.start_soon(peaks.sample)
                 with pytest.raises(ServerUnavailable, match="without reading their answers: a flood") as raised:
                     await session.call_tool("mcp__flooder__flood", {})
                 sampler.cancel_scope.cancel()
@@ -67,8 +55,8 @@ async def test_a_ping_flood_mid_call_closes_only_the_flooders_connection(tmp_pat
                     and snapshot.server("flooder").generation > before["flooder"]
                 )
             )
-        assert most_tasks - tasks_before <= 10, (tasks_before, most_tasks)
-        assert most_rss - rss_before < 32 * 1024 * 1024, (rss_before, most_rss)
+        assert peaks.added_tasks <= 10, peaks
+        assert peaks.added_rss < 32 * 1024 * 1024, peaks
 
         # The healthy server of the same session, and the other session, never noticed.
         assert session.server("healthy").generation == before["healthy"]

@@ -9,21 +9,19 @@ R-TOOL-13.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import attrs
 import pytest
 import trio
 import trio.testing
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 from presets import FAST_TRANSPORT
+from process_support import HostPeaks
 from transport_support import config_for
 
 from wave_actors import ServerUnavailable
 from wave_actors._transport import open_connection
 from wave_actors._transport.server_requests import MAX_UNANSWERED, ServerRequests
-from wave_actors.testing import count_tasks, fault_server_entry
+from wave_actors.testing import fault_server_entry
 
 FLOOD = 100_000
 
@@ -95,32 +93,12 @@ async def test_one_request_more_than_the_bound_is_a_flood_reported_once() -> Non
         nursery.cancel_scope.cancel()
 
 
-def rss_bytes() -> int:
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
-    return pages * 4096
-
-
-@attrs.define
-class Peaks:
-    """The most tasks and resident memory seen while sampling."""
-
-    tasks: int = 0
-    rss: int = 0
-
-    async def sample(self, interval: float = 0.002) -> None:
-        while True:
-            self.tasks = max(self.tasks, count_tasks())
-            self.rss = max(self.rss, rss_bytes())
-            await trio.sleep(interval)
-
-
 async def test_a_flood_of_pings_mid_call_closes_the_connection_naming_it_and_costs_neither_tasks_nor_memory() -> None:
     # The server sends 100 000 pings in the middle of a call without reading its stdin.
     config = config_for(fault_server_entry(ping_flood=FLOOD))
     with trio.fail_after(30):
         async with open_connection(config, options=FAST_TRANSPORT) as connection:
-            tasks_before, rss_before = count_tasks(), rss_bytes()
-            peaks = Peaks()
+            peaks = HostPeaks()
             async with trio.open_nursery() as sampler:
                 sampler.start_soon(peaks.sample)
                 started = trio.current_time()
@@ -130,8 +108,8 @@ async def test_a_flood_of_pings_mid_call_closes_the_connection_naming_it_and_cos
                 sampler.cancel_scope.cancel()
             assert "server 'fault'" in str(raised.value)
             assert f"more than {MAX_UNANSWERED} requests ('ping' and others)" in await connection.wait_lost()
-    assert peaks.tasks - tasks_before <= 5, (tasks_before, peaks.tasks)
-    assert peaks.rss - rss_before < 32 * 1024 * 1024, (rss_before, peaks.rss)
+    assert peaks.added_tasks <= 5, peaks
+    assert peaks.added_rss < 32 * 1024 * 1024, peaks
     assert failed_after < 10
 
 
