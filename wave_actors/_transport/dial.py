@@ -9,7 +9,10 @@ before it returns.
 
 The transports themselves live in :mod:`.stdio` and :mod:`.remote`; the
 connection it yields in :mod:`.connection`; what its failures become, in
-:mod:`.failures`; importing the SDK, in :mod:`.sdk_import`.
+:mod:`.failures`; importing the SDK, in :mod:`.sdk_import`. What the SDK's
+session sees of the transport's streams is filtered by :mod:`.answers`, and
+the server's own requests never reach it: :mod:`.server_requests` answers
+them, from a nursery of this connection's.
 """
 
 from __future__ import annotations
