@@ -10,6 +10,8 @@ and imports nothing of wave-actors above it.
 - :mod:`.procfs`: the one reader of ``/proc`` (a process's ``stat``, its
   environment, its children).
 - :mod:`.prctl`: the ``prctl`` call.
+- :mod:`.system_program`: the programs a spawn runs besides the server (``setpriv``),
+  found only among the system's own.
 - :mod:`.parent_death`: the parent-death signal a server asks for, and how.
 - :mod:`.registry`: every family the process runs, told to its guards.
 
