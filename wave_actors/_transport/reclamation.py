@@ -35,7 +35,7 @@ import psutil
 import trio
 
 from wave_actors._family.graces import Graces
-from wave_actors._transport.proctree import find_descendants, find_family
+from wave_actors._transport.proctree import find_descendants, find_family, process_start
 
 __all__ = ["reclaim"]
 
@@ -102,6 +102,7 @@ async def reclaim(
     tag: str | None,
     graces: Graces,
     close_stdin: Callable[[], Awaitable[None]] | None,
+    start: float | None = None,
 ) -> list[int]:
     """End ``process`` and its whole family; return the pids that survived.
 
@@ -115,8 +116,14 @@ async def reclaim(
     :param close_stdin: closes the server's stdin (the polite stage); ``None``
         skips straight to SIGTERM, as for a dial that was cancelled and has no
         session to end politely.
+    :param start: the server's start time (:func:`~.proctree.process_start`,
+        read at the spawn). Unknown, it is read now if the server has not been
+        waited for; once it has, its pid may name another process already,
+        and only the tag finds the family.
     :returns: pids still alive at the end (normally none).
     """
+    if start is None and process.returncode is None:
+        start = process_start(process.pid)  # not waited for: the pid is still our child's
     known: dict[int, psutil.Process] = {}
     leftovers: list[psutil.Process] = []
 
@@ -130,7 +137,7 @@ async def reclaim(
             return [] if process.poll() is not None else [process.pid]
         try:
             with trio.move_on_after(graces.total) as bound:
-                await _stages(process, tag, graces, close_stdin, known, reap)
+                await _stages(process, start, tag, graces, close_stdin, known, reap)
             if bound.cancelled_caught:
                 logger.warning(
                     "reclaiming pid %d ran past %.1f s; sending SIGKILL to the %d member(s) found",
@@ -152,6 +159,7 @@ async def reclaim(
 
 async def _stages(
     process: trio.Process,
+    start: float | None,
     tag: str | None,
     graces: Graces,
     close_stdin: Callable[[], Awaitable[None]] | None,
@@ -166,11 +174,11 @@ async def _stages(
         return list(known.values())
 
     async def rescan() -> list[psutil.Process]:
-        return record(await find_family(process.pid, tag))
+        return record(await find_family(process.pid, start, tag))
 
     # Before any signal: the server's children re-parent once it dies, and
     # then only the other two marks find them.
-    record(await find_descendants(process.pid, tag))
+    record(await find_descendants(process.pid, start, tag))
     if close_stdin is not None:
         await close_stdin()
         with trio.move_on_after(graces.eof):

@@ -54,6 +54,7 @@ from wave_actors._family.graces import Graces
 from wave_actors._family.registry import registry as families
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport.failures import spawn_error
+from wave_actors._transport.proctree import process_start
 from wave_actors._transport.reclamation import reclaim
 from wave_actors._transport.spawn import open_server_process
 from wave_actors._transport.stderr import StderrLog
@@ -134,6 +135,7 @@ async def open_stdio_transport(
         families.end(tag)
         raise
     families.started(tag, process.pid)
+    start = process_start(process.pid)  # not waited for yet: the pid is our child's (pid reuse, R-KILL-1)
     # From here on every path must reach the reclaim in the ``finally`` below.
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stdin, stdout, stderr_pipe = process.stdin, process.stdout, process.stderr
@@ -169,6 +171,7 @@ async def open_stdio_transport(
                     tag=tag,
                     graces=graces,
                     close_stdin=close_stdin if handle.established else None,
+                    start=start,
                 )
                 nursery.cancel_scope.cancel()
     finally:
@@ -176,7 +179,7 @@ async def open_stdio_transport(
             try:
                 # Reached without the nursery only if it failed to open; reclaim is idempotent.
                 if process.poll() is None:
-                    await reclaim(process, tag=tag, graces=graces, close_stdin=None)
+                    await reclaim(process, tag=tag, graces=graces, close_stdin=None, start=start)
                 if writer is not None:
                     writer.refuse_more()  # its file descriptor is about to be closed
                 for resource in (stdin, stdout, stderr_pipe):

@@ -60,7 +60,13 @@ if "wave_actors" not in sys.modules:
     _package.__path__ = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
     sys.modules["wave_actors"] = _package
 
-from wave_actors._family.procfs import ProcessStat, read_environment_variable, read_pids, read_stat
+from wave_actors._family.procfs import (
+    ProcessStat,
+    read_environment_variable,
+    read_pids,
+    read_stat,
+    session_still_started_by,
+)
 
 BUDGET: Final = 1.6
 """Seconds from noticing the host's death to the last SIGKILL."""
@@ -114,6 +120,11 @@ class Reclaimer:
         """Record every live member of every family (and their descendants) into :attr:`known`."""
         tags = {family.tag for family in self.families}
         roots = {family.root: family.start for family in self.families if family.root is not None}
+        # A root's pid names its session only while it is free or still the root's: once
+        # reused, a session of that id is the newcomer's (pid reuse, R-KILL-7).
+        sessions = {
+            root for root, start in roots.items() if start is not None and session_still_started_by(root, start)
+        }
         rows: dict[int, ProcessStat] = {}
         members: set[int] = set()
         for pid in read_pids():
@@ -123,10 +134,9 @@ class Reclaimer:
             if stat is None or stat.zombie:
                 continue
             rows[pid] = stat
-            # A pid in use as a session id is never reused while the session has members.
             if (
                 roots.get(pid) == stat.start
-                or stat.sid in roots
+                or stat.sid in sessions
                 or read_environment_variable(pid, self.variable) in tags
             ):
                 members.add(pid)
