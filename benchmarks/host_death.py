@@ -9,6 +9,11 @@ Cases: the watchdog on (the default), the host stopped (SIGSTOP) before the
 SIGKILL, and the watchdog off (only the parent-death signal acts: the
 grandchildren survive, which is what the watchdog is for).
 
+Replacement: the watchdog is killed first; how long until the host has
+started another (its process exists, holding the socket: from then on the
+families are guarded again), and the host is then killed too, to see that the
+replacement reclaims everything.
+
 Cost, in this process, hosts with and without the watchdog interleaved: the
 watchdog's memory (RSS, and USS: what it alone holds), its CPU and the
 host's while idle with connected servers, the time ``Host.open`` takes, and
@@ -47,6 +52,7 @@ OPTIONS = (
     Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on"),
     Option("stopped_runs", int, 5, 1, "runs with the host stopped (SIGSTOP) before the SIGKILL"),
     Option("unguarded_runs", int, 3, 1, "runs with the watchdog off"),
+    Option("replacement_runs", int, 20, 3, "runs killing the watchdog, then the host once it is replaced"),
     Option("sessions", int, 5, 2, "sessions per host (3 servers each, 2 grandchildren per server)"),
     Option("dial_rounds", int, 30, 5, "dials per side (watchdog on / off), interleaved"),
     Option("idle_seconds", float, 10.0, 2.0, "idle window for the CPU measurement, per side"),
@@ -140,6 +146,57 @@ async def _one_death(home: Path, sessions: int, *, watchdog: bool, stop_first: b
         "alive_after_2s": float(alive_after_limit),
         "watchdog_exit_s": watchdog_exit_s,
     }
+
+
+def _replacement_started(host: int, first: int | None) -> bool:
+    """Whether ``host`` has a watchdog process other than ``first`` as its child (the replacement's first process)."""
+    try:
+        children = psutil.Process(host).children()
+    except psutil.Error:
+        return False
+    for child in children:
+        try:
+            if child.pid != first and any(part.endswith("program.py") for part in child.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+async def _one_replacement(home: Path, sessions: int) -> dict[str, float]:
+    """Kill the watchdog; time until the host has started another; then kill the host and time its families' end."""
+    mark = uuid.uuid4().hex
+    process, watchdog_pid = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=True))
+    expected = sessions * SERVERS_PER_SESSION * 3
+    family: list[psutil.Process] = []
+    with trio.move_on_after(5.0):
+        while len(family := _family(mark)) < expected:
+            await trio.sleep(0.01)
+    assert watchdog_pid is not None
+    killed = time.perf_counter()
+    os.kill(watchdog_pid, signal.SIGKILL)
+    unguarded_s = float("nan")
+    while time.perf_counter() - killed < 5.0:
+        if _replacement_started(process.pid, watchdog_pid):
+            unguarded_s = time.perf_counter() - killed
+            break
+        time.sleep(0.0002)  # the event loop has nothing else to do: poll as finely as we can
+    host_killed = time.perf_counter()
+    os.kill(process.pid, signal.SIGKILL)
+    gone_s = float("nan")
+    remaining = family
+    while remaining and time.perf_counter() - host_killed < 10.0:
+        remaining = [member for member in remaining if is_alive(member)]
+        if not remaining:
+            gone_s = time.perf_counter() - host_killed
+        await trio.sleep(0.002)
+    await trio.to_thread.run_sync(process.wait)
+    assert process.stdout is not None
+    process.stdout.close()
+    left = [member for member in family if is_alive(member)]
+    if left:
+        kill_processes(left)
+    return {"family": float(len(family)), "unguarded_s": unguarded_s, "gone_s": gone_s, "left": float(len(left))}
 
 
 # The cost, in this process.
@@ -252,6 +309,29 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             "  grandchildren.",
         ]
         outcome.tables.append(latency)
+        replacements: list[dict[str, float]] = []
+        for index in range(arguments.replacement_runs):
+            progress.update("watchdog replacement", f"run {index + 1}/{arguments.replacement_runs}")
+            replacements.append(await _one_replacement(workdir, arguments.sessions))
+        outcome.data["replacements"] = replacements
+        if replacements:
+            window = [result["unguarded_s"] * 1000 for result in replacements]
+            after = [result["gone_s"] * 1000 for result in replacements]
+            left = int(sum(result["left"] for result in replacements))
+            guarded_alive += left
+            replacement = Table(
+                "host_death: the watchdog killed, then the host as soon as the watchdog is replaced",
+                ["metric", "runs", "median ms", "max ms"],
+            )
+            replacement.add(
+                "watchdog SIGKILL -> replacement started (unguarded)", len(window), median(window), max(window)
+            )
+            replacement.add("then host SIGKILL -> last family process gone", len(after), median(after), max(after))
+            replacement.notes.append(
+                f"family processes left after the host's death: {left} (the replacement reclaims them all)."
+            )
+            outcome.tables.append(replacement)
+            outcome.headlines.append(info("watchdog killed -> replacement started, max", max(window), "ms"))
         outcome.headlines.append(
             at_most(
                 "family processes alive 2 s after the host's death, watchdog on",
