@@ -124,6 +124,7 @@ def fault_server_entry(
     grandchild: bool = False,
     setsid_grandchild: bool = False,
     grandchild_inherit_stdio: bool = False,
+    escaping_grandchild: str | None = None,
     garbage_stdout: bool = False,
     random_stdout: int | None = None,
     stderr_flood: int | None = None,
@@ -171,6 +172,11 @@ def fault_server_entry(
     :param setsid_grandchild: spawn a long-lived child in a new session (escapes ``killpg``).
     :param grandchild_inherit_stdio: give grandchildren the server's stdio pipes
         instead of ``/dev/null`` (then the stdout pipe stays open after the server dies).
+    :param escaping_grandchild: start a daemon that escapes every mark but a
+        cgroup: double-forked, in a session of its own, with an *empty*
+        environment (no family tag, no mark of the test's); its command line
+        ends with this label, the only way to find it (Linux: a cgroup per
+        server family reclaims it; the tags cannot).
     :param garbage_stdout: write a non-JSON line to stdout at start and before every message.
     :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
@@ -200,6 +206,7 @@ def fault_server_entry(
         "list_changed_every": list_changed_every,
         "call_log": call_log,
         "pid_file": pid_file,
+        "escaping_grandchild": escaping_grandchild,
     }
     for name, value in valued.items():
         if value is not None:
