@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typing import IO
 import psutil
 import pytest
 
+from wave_actors._family import cgroup
 from wave_actors._family.procfs import read_stat
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._watchdog.client import PROGRAM
@@ -101,3 +103,33 @@ def test_a_root_pid_that_names_another_process_now_is_not_its_session(tmp_path: 
         kill_processes([psutil.Process(pid) for pid in (child, leader.pid) if is_alive(pid)])
         leader.wait()
         leader.stdout.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
+def test_at_the_host_death_a_family_in_a_cgroup_is_ended_by_it_and_the_cgroup_removed(tmp_path: Path) -> None:
+    # R-KILL-10: a process with no tag, in no session and no tree of a known root, only in the cgroup.
+    directory, reason = cgroup.acquire()
+    if directory is None:
+        pytest.skip(f"no cgroup can be made for server families here: {reason}")
+    try:
+        tag = family_tag()
+        family = cgroup.make_family_cgroup(directory, tag)
+        inside = subprocess.Popen(
+            ["/bin/sh", "-c", 'echo 0 > "$0" && exec sleep 60', os.path.join(family, "cgroup.procs")],
+            env={},
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 10
+        while cgroup.cgroup_members(family) != [inside.pid] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with open(tmp_path / "watchdog.log", "wb") as log:
+            host_end, watchdog = start_watchdog(log)
+        host_end.sendall(f"begin {tag} 0.1 0.1\ncgroup {tag} {family}\n".encode())
+        host_end.close()  # the host is dead
+        assert inside.wait(timeout=5) in (-signal.SIGTERM, -signal.SIGKILL)  # found by its cgroup alone
+        while is_alive(watchdog) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not os.path.exists(family)
+        assert "reclaimed 1 process(es) of 1 server family" in (tmp_path / "watchdog.log").read_text()
+    finally:
+        cgroup.release()

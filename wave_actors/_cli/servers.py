@@ -5,7 +5,9 @@ its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
 the tools the snapshot cache recorded at its last connect (R-CACHE-2), and
 the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
 Last, what protects against the death of the commands that dial (R-KILL-7):
-their host's watchdog, the parent-death signal, subreaper mode.
+their host's watchdog, the parent-death signal, subreaper mode, and whether
+each server family runs in a cgroup of its own (R-KILL-10; probed by making
+and removing a directory in this process's cgroup, nothing is started).
 
 This command must start fast and spawn nothing, so it imports no MCP SDK
 code: it reads the configuration and the cache, and asks the catalog
@@ -98,11 +100,17 @@ def _host_death_document() -> dict[str, bool]:
         "watchdog": protection.watchdog,
         "parent_death_signal": protection.parent_death_signal,
         "subreaper": protection.subreaper,
+        "cgroups": protection.cgroups,
     }
 
 
 def _host_death_line(document: dict[str, bool]) -> str:
-    labels = {"watchdog": "watchdog", "parent_death_signal": "parent-death signal", "subreaper": "subreaper"}
+    labels = {
+        "watchdog": "watchdog",
+        "parent_death_signal": "parent-death signal",
+        "subreaper": "subreaper",
+        "cgroups": "a cgroup per server",
+    }
     words = ", ".join(f"{labels[name]} {'on' if on else 'off'}" for name, on in document.items())
     return f"if the command dies (tools, call, watch, working-set): {words}"
 

@@ -1,8 +1,9 @@
-"""The programs a spawn runs besides the server, found only where the system keeps its own (R-KILL-7).
+"""The programs a spawn runs besides the server, found only where the system keeps its own (R-KILL-7, R-KILL-10).
 
-A server may be spawned through ``setpriv`` (its parent-death signal). It
-sees the server's whole command line and environment, secrets included, so it
-is never looked up on the host's ``PATH``: a ``setpriv`` in ``~/.local/bin``,
+A server may be spawned through ``setpriv`` (its parent-death signal) and
+``sh`` (entering its family's cgroup). Both see the server's whole command
+line and environment, secrets included, so they are never looked up on the
+host's ``PATH``: a ``setpriv`` in ``~/.local/bin``,
 ``node_modules/.bin`` or ``.`` would wrap every server. :func:`trusted_system_program` looks in
 :data:`SYSTEM_DIRECTORIES` only, and accepts a file only when it and every
 directory on its real path belong to root and cannot be written by anyone

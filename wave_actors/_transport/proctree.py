@@ -53,6 +53,7 @@ import attrs
 import psutil
 import trio
 
+from wave_actors._family.cgroup import cgroup_members
 from wave_actors._family.procfs import (
     CLOCK_TICKS,
     LINUX,
@@ -67,7 +68,7 @@ from wave_actors._family.procfs import (
 )
 from wave_actors._family.tag import FAMILY_VARIABLE
 
-__all__ = ["find_descendants", "find_family", "live_processes", "process_start"]
+__all__ = ["find_contained", "find_descendants", "find_family", "live_processes", "process_start"]
 
 # A scan of the process table that took less than this runs in the trio thread the next time.
 _INLINE_SCAN: Final = 0.002
@@ -344,6 +345,23 @@ async def find_family(pid: int, start: float | None, tag: str | None) -> list[ps
         table = _ProcessTable()
         _TABLE.set(table)
     return _opened((row.pid, row.start) for row in _family_in(await table.rows(), pid, start, tag))
+
+
+def find_contained(cgroup: str, pid: int, start: float | None) -> list[psutil.Process]:
+    """Every process in the family's ``cgroup`` now, however it detached, and the server itself (R-KILL-10).
+
+    The server (``pid``, started at ``start``) counts even outside the
+    cgroup: a moment after the spawn it may not have entered it yet. One
+    read of ``cgroup.procs`` and of each member's ``stat`` (blocking, but a
+    few small files whatever the size of the process table: the trio thread
+    reads them).
+    """
+    members: dict[int, float] = {
+        member: stat.start for member in cgroup_members(cgroup) if (stat := read_stat(member)) is not None
+    }
+    if start is not None:
+        members.setdefault(pid, start)
+    return _opened(members.items())
 
 
 async def find_descendants(pid: int, start: float | None, tag: str | None) -> list[psutil.Process]:
