@@ -25,7 +25,7 @@ from typing import Literal, final
 import attrs
 import trio
 
-from wave_actors._cache import cache_file
+from wave_actors._cache import cache_directory
 from wave_actors._config import Diagnostic, TrustMode
 from wave_actors._config.sources import default_home, resolve_workdir
 from wave_actors._config_watch import ConfigWatcher
@@ -83,7 +83,9 @@ class Host(metaclass=NoPublicConstructor):
     ) -> None:
         self._nursery = nursery
         self._guard = guard
-        self._scopes = ProjectScopes(nursery=nursery, options=options, project=project, cache_file=cache_file(home))
+        self._scopes = ProjectScopes(
+            nursery=nursery, options=options, project=project, cache_file=cache_directory(home)
+        )
         self._home = home
         self._options = options
         self._hooks = tuple(before_destroy)

@@ -54,10 +54,11 @@ def _configured_state(config: ServerConfig) -> str:
 
 def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
     """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
-    from wave_actors._cache import cache_file, read_cache
+    from wave_actors._cache import cache_directory, read_cache
     from wave_actors._catalog import statuses_before_dialing
 
-    cache = read_cache(cache_file(home_directory), workdir=loaded.workdir)
+    keys = [(config.name, config.fingerprint) for config in loaded.servers.values()]
+    cache = read_cache(cache_directory(home_directory), workdir=loaded.workdir, keys=keys)
     return {status.name: status for status in statuses_before_dialing(loaded.servers.values(), cache)}
 
 

@@ -1,7 +1,8 @@
 """Replacing a file atomically, and the inter-process lock around read-modify-write (R-CACHE-4, R-STORE-1).
 
-Two things, shared by the configuration store (:mod:`wave_actors._config.store`)
-and the tool snapshot cache (:mod:`wave_actors._cache.file`):
+Two things: the configuration store (:mod:`wave_actors._config.store`) uses
+both, the tool snapshot cache (:mod:`wave_actors._cache.file`), whose writes
+replace whole files and need no lock, the first:
 
 * :func:`replace_atomically` writes new content to a temporary file in the
   target's directory, flushes it to disk, renames it over the target and
@@ -20,7 +21,7 @@ record locks (``fcntl.lockf``):
   there is no stale lock file to detect or break (a lock file that merely
   *exists* would need exactly that);
 * it belongs to the open file, not to the process: two threads of one host
-  (two sessions writing the cache from worker threads) exclude each other
+  (two sessions editing a file from worker threads) exclude each other
   too. POSIX record locks are per process and are dropped when the process
   closes *any* descriptor of the file, which a second writer thread does;
 * ``flock`` works on a directory descriptor, so a configuration file can be
