@@ -50,24 +50,3 @@ def plant_stale_cache_entry(pid: int) -> None:
 def tools_called(log: Path) -> list[str]:
     """The tools a fault server was asked to call, in order, from its call log (``fault_server_entry(call_log=...)``)."""
     return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def labelled_processes(label: str) -> list[psutil.Process]:
-    """Live processes running a program given by ``-c`` whose command line ends with ``label``, wherever they are.
-
-    The only way to find a fault server's escaping grandchild
-    (``fault_server_entry(escaping_grandchild=label)``): it carries no
-    environment, so the census and the suite's leak check cannot see it. A
-    test that starts one kills what this finds, whatever happened.
-    """
-    found: list[psutil.Process] = []
-    for pid in psutil.pids():
-        try:
-            process = psutil.Process(pid)
-            command = process.cmdline()
-            # "-c": the daemon, not the server whose own arguments end with the label too.
-            if command[-1:] == [label] and "-c" in command and process.status() != psutil.STATUS_ZOMBIE:
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found

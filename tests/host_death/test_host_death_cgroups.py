@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 from host_death_support import host_process
 from polling import poll_until
-from process_support import labelled_processes
 
-from wave_actors.testing import kill_processes
+from wave_actors.testing import escaped_processes, kill_processes
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's"),
@@ -39,7 +38,7 @@ def label() -> Iterator[str]:
     """A fresh label for escaping daemons; whatever carries it at the end is killed."""
     mark = f"escaping-{uuid.uuid4().hex}"
     yield mark
-    kill_processes(labelled_processes(mark))
+    kill_processes(escaped_processes(mark))
 
 
 async def test_an_escaping_family_is_gone_after_a_host_sigkill(tmp_path: Path, label: str) -> None:
@@ -48,9 +47,9 @@ async def test_an_escaping_family_is_gone_after_a_host_sigkill(tmp_path: Path, l
         if not ready["cgroups"]:
             pytest.skip("the host could make no cgroup here (it needs root, or cgroup v2 delegated to it)")
         assert ready["watchdog_pid"] is not None
-        await poll_until(lambda: len(labelled_processes(label)) == 4, limit=10.0, what="4 escaping daemons")
+        await poll_until(lambda: len(escaped_processes(label)) == 4, limit=10.0, what="4 escaping daemons")
         os.kill(host.pid, signal.SIGKILL)
-        await poll_until(lambda: labelled_processes(label) == [], limit=DEATH_LIMIT, what="every escaping daemon gone")
+        await poll_until(lambda: escaped_processes(label) == [], limit=DEATH_LIMIT, what="every escaping daemon gone")
         await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family gone")
 
 
@@ -58,7 +57,7 @@ async def test_with_the_tags_alone_an_escaping_daemon_outlives_a_host_sigkill(tm
     # What the cgroups are for: without them, the watchdog finds no mark on the daemon.
     with host_process(tmp_path, "--servers", "1", "--escaping", label, "--no-cgroups") as host:
         assert not (await host.read_status())["cgroups"]
-        await poll_until(lambda: len(labelled_processes(label)) == 1, limit=10.0, what="the escaping daemon")
+        await poll_until(lambda: len(escaped_processes(label)) == 1, limit=10.0, what="the escaping daemon")
         os.kill(host.pid, signal.SIGKILL)
         await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family gone")
-        assert len(labelled_processes(label)) == 1
+        assert len(escaped_processes(label)) == 1

@@ -22,9 +22,8 @@ from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from process_support import labelled_processes
 
-from wave_actors.testing import FAULT_SERVER_PATH, entry_command, fault_server_entry, kill_processes
+from wave_actors.testing import FAULT_SERVER_PATH, entry_command, escaped_processes, fault_server_entry, kill_processes
 
 
 def _parameters(entry: dict[str, object]) -> StdioServerParameters:
@@ -253,12 +252,12 @@ async def test_an_escaping_grandchild_leaves_every_mark_behind() -> None:
     try:
         async with connected(fault_server_entry(escaping_grandchild=label)) as (session, _):
             reported = json.loads(_text(await session.call_tool("pid", {})))
-            [daemon] = labelled_processes(label)
+            [daemon] = escaped_processes(label)
             assert reported["grandchildren"] == [daemon.pid]
             assert daemon.environ() == {}
             assert os.getsid(daemon.pid) not in (reported["sid"], daemon.pid)  # its parent's session, which left
             assert daemon.ppid() != reported["pid"]
             assert daemon.pid not in [child.pid for child in psutil.Process().children(recursive=True)]
-        assert [process.pid for process in labelled_processes(label)] == [daemon.pid]  # the server's close leaves it
+        assert [process.pid for process in escaped_processes(label)] == [daemon.pid]  # the server's close leaves it
     finally:
-        kill_processes(labelled_processes(label))
+        kill_processes(escaped_processes(label))

@@ -24,12 +24,11 @@ import pytest
 import trio
 from polling import poll_until
 from presets import FAST_SESSION
-from process_support import labelled_processes
 
 from wave_actors import Graces, Host
 from wave_actors._family import cgroup
 from wave_actors._transport.reclamation import reclaim
-from wave_actors.testing import fault_server_entry, kill_processes
+from wave_actors.testing import escaped_processes, fault_server_entry, kill_processes
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's"),
@@ -51,7 +50,7 @@ def label() -> Iterator[str]:
     """A fresh label for escaping daemons; whatever carries it at the end is killed."""
     mark = f"escaping-{uuid.uuid4().hex}"
     yield mark
-    kill_processes(labelled_processes(mark))
+    kill_processes(escaped_processes(mark))
 
 
 def host_directories(own: str, pid: int) -> list[str]:
@@ -71,7 +70,7 @@ def family_cgroups(own: str, pid: int) -> list[str]:
 
 async def escaped(label: str, count: int) -> None:
     """Wait until ``count`` escaping daemons run (they detach while their server starts)."""
-    await poll_until(lambda: len(labelled_processes(label)) == count, limit=10.0, what=f"{count} escaping daemon(s)")
+    await poll_until(lambda: len(escaped_processes(label)) == count, limit=10.0, what=f"{count} escaping daemon(s)")
 
 
 async def test_an_escaping_family_is_gone_when_destroy_returns(tmp_path: Path, own_cgroup: str, label: str) -> None:
@@ -86,7 +85,7 @@ async def test_an_escaping_family_is_gone_when_destroy_returns(tmp_path: Path, o
         await escaped(label, 2)
         assert len(family_cgroups(own_cgroup, os.getpid())) == 2
         await host.destroy_session(session.id)
-        assert labelled_processes(label) == []  # already when destroy returned
+        assert escaped_processes(label) == []  # already when destroy returned
         assert family_cgroups(own_cgroup, os.getpid()) == []  # and their cgroups are removed
     assert host_directories(own_cgroup, os.getpid()) == []  # the host's own, once it closed
 
@@ -99,7 +98,7 @@ async def test_with_the_tags_alone_the_escaping_daemon_outlives_destroy(tmp_path
         await session.prepare_turn()
         await escaped(label, 1)
         await host.destroy_session(session.id)
-        assert len(labelled_processes(label)) == 1
+        assert len(escaped_processes(label)) == 1
 
 
 async def test_a_server_without_a_cgroup_of_its_own_is_never_started_outside_one(

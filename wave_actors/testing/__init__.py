@@ -20,7 +20,8 @@ Checks:
   ``setsid`` and re-parented grandchildren are found too. With
   :func:`leftover_processes`, :func:`kill_processes`, :func:`describe` and
   :func:`is_alive` it makes a leak check; :data:`FAMILY_VARIABLE` is the mark
-  the runtime puts on every server it spawns.
+  the runtime puts on every server it spawns. :func:`escaped_processes`
+  finds what no mark can: the daemons of ``escaping_grandchild``.
 * :func:`wait_for_state` -- wait, with a timeout, until a server of a session
   is in one of some states (:class:`StateNotReached` says what was seen instead).
 * :func:`count_tasks` -- the tasks of the current trio run, to measure what
@@ -42,6 +43,7 @@ from typing import Final, Literal, cast
 from wave_actors._family.tag import FAMILY_VARIABLE as _FAMILY_VARIABLE
 from wave_actors.testing._census import (
     describe as describe,
+    escaped_processes as escaped_processes,
     is_alive as is_alive,
     kill_processes as kill_processes,
     leftover_processes as leftover_processes,
@@ -59,6 +61,7 @@ __all__ = [
     "count_tasks",
     "describe",
     "entry_command",
+    "escaped_processes",
     "fault_server_entry",
     "is_alive",
     "kill_processes",
@@ -175,8 +178,9 @@ def fault_server_entry(
     :param escaping_grandchild: start a daemon that escapes every mark but a
         cgroup: double-forked, in a session of its own, with an *empty*
         environment (no family tag, no mark of the test's); its command line
-        ends with this label, the only way to find it (Linux: a cgroup per
-        server family reclaims it; the tags cannot).
+        ends with this label, the only way to find it
+        (:func:`escaped_processes`; Linux: a cgroup per server family
+        reclaims it, the tags cannot).
     :param garbage_stdout: write a non-JSON line to stdout at start and before every message.
     :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
