@@ -5,9 +5,13 @@ holding ``--sessions`` sessions of 3 fault servers, each server with a
 grandchild and a ``setsid`` grandchild; records every family member by an
 environment mark given to the entries; sends the host SIGKILL; and polls
 those pids every few milliseconds until none is alive (dead or a zombie).
-Cases: the watchdog on (the default), the host stopped (SIGSTOP) before the
-SIGKILL, and the watchdog off (only the parent-death signal acts: the
-grandchildren survive, which is what the watchdog is for).
+Cases: the watchdog on (the default), with a cgroup per family (R-KILL-10;
+where this process may make cgroups) and with the tags alone
+(``Host.open(cgroups=False)``); the same with every server also starting a
+daemon that escapes every mark but its cgroup (a double fork, ``setsid``, an
+empty environment), which only the cgroups end; the host stopped (SIGSTOP)
+before the SIGKILL; and the watchdog off (only the parent-death signal acts:
+the grandchildren survive, which is what the watchdog is for).
 
 Replacement: the watchdog is killed first; how long until the host has
 started another (its process exists, holding the socket: from then on the
@@ -40,7 +44,7 @@ import trio
 from benchmarks.report import Headline, Progress, Table, at_most, info, median, ratio
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Host, ServerState
-from wave_actors.testing import fault_server_entry, is_alive, kill_processes, process_census
+from wave_actors.testing import escaped_processes, fault_server_entry, is_alive, kill_processes, process_census
 
 NAME = "host_death"
 MARK_VARIABLE = "WAVE_BENCH_HOST_DEATH"
@@ -49,7 +53,8 @@ SERVERS_PER_SESSION = 3
 LIMIT_S = 2.0  # R-KILL-7
 
 OPTIONS = (
-    Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on"),
+    Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on, per way of reclaiming (cgroup, tag)"),
+    Option("escaping_runs", int, 5, 1, "runs with an escaping daemon per server, per way of reclaiming"),
     Option("stopped_runs", int, 5, 1, "runs with the host stopped (SIGSTOP) before the SIGKILL"),
     Option("unguarded_runs", int, 3, 1, "runs with the watchdog off"),
     Option("replacement_runs", int, 20, 3, "runs killing the watchdog, then the host once it is replaced"),
@@ -62,21 +67,31 @@ OPTIONS = (
 # The host process.
 
 
-async def _serve_as_host(home: str, mark: str, sessions: int, watchdog: bool) -> None:
-    entry = fault_server_entry(grandchild=True, setsid_grandchild=True)
+async def _serve_as_host(home: str, mark: str, sessions: int, watchdog: bool, cgroups: bool, escaping: bool) -> None:
+    entry = fault_server_entry(
+        grandchild=True, setsid_grandchild=True, escaping_grandchild=_escape_label(mark) if escaping else None
+    )
     entry["env"] = {MARK_VARIABLE: mark}
-    async with Host.open(home=home, watchdog=watchdog) as host:
+    async with Host.open(home=home, watchdog=watchdog, cgroups=cgroups) as host:
         async with trio.open_nursery() as nursery:
             for _ in range(sessions):
                 session = await host.create_session(home, {f"s{i}": entry for i in range(SERVERS_PER_SESSION)})
                 nursery.start_soon(session.prepare_turn)
         while watchdog and host.orphan_protection().watchdog_pid is None:
             await trio.sleep(0.005)
-        print(json.dumps({"watchdog_pid": host.orphan_protection().watchdog_pid}), flush=True)
+        protection = host.orphan_protection()
+        print(json.dumps({"watchdog_pid": protection.watchdog_pid, "cgroups": protection.cgroups}), flush=True)
         await trio.sleep_forever()  # until killed
 
 
-def _start_host(home: Path, mark: str, sessions: int, *, watchdog: bool) -> tuple[subprocess.Popen[bytes], int | None]:
+def _escape_label(mark: str) -> str:
+    """The label of a host's escaping daemons: their only mark."""
+    return f"escaping-{mark}"
+
+
+def _start_host(
+    home: Path, mark: str, sessions: int, *, watchdog: bool, cgroups: bool = True, escaping: bool = False
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -87,6 +102,8 @@ def _start_host(home: Path, mark: str, sessions: int, *, watchdog: bool) -> tupl
             mark,
             str(sessions),
             str(int(watchdog)),
+            str(int(cgroups)),
+            str(int(escaping)),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -95,18 +112,23 @@ def _start_host(home: Path, mark: str, sessions: int, *, watchdog: bool) -> tupl
     line = process.stdout.readline()
     if not line:
         raise RuntimeError(f"the host process exited ({process.wait()}) before it was ready")
-    return process, json.loads(line)["watchdog_pid"]
+    return process, json.loads(line)
 
 
 def _family(mark: str) -> list[psutil.Process]:
-    return process_census(MARK_VARIABLE, mark, descendants=False)
+    return process_census(MARK_VARIABLE, mark, descendants=False) + escaped_processes(_escape_label(mark))
 
 
-async def _one_death(home: Path, sessions: int, *, watchdog: bool, stop_first: bool) -> dict[str, float]:
+async def _one_death(
+    home: Path, sessions: int, *, watchdog: bool, stop_first: bool, cgroups: bool = True, escaping: bool = False
+) -> dict[str, float]:
     """One host, killed; how long until its families were gone (NaN: not within 10 s) and how many outlived 2 s."""
     mark = uuid.uuid4().hex
-    process, watchdog_pid = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=watchdog))
-    expected = sessions * SERVERS_PER_SESSION * 3
+    process, ready = await trio.to_thread.run_sync(
+        lambda: _start_host(home, mark, sessions, watchdog=watchdog, cgroups=cgroups, escaping=escaping)
+    )
+    watchdog_pid = ready["watchdog_pid"]
+    expected = sessions * SERVERS_PER_SESSION * (4 if escaping else 3)
     family: list[psutil.Process] = []
     with trio.move_on_after(5.0):
         while len(family := _family(mark)) < expected:
@@ -125,8 +147,8 @@ async def _one_death(home: Path, sessions: int, *, watchdog: bool, stop_first: b
             gone_s = elapsed
         elif elapsed >= LIMIT_S and not alive_after_limit:
             alive_after_limit = len(remaining)
-        if remaining and elapsed > (10.0 if watchdog else LIMIT_S):
-            break  # without a watchdog the grandchildren never go: counted above, killed below
+        if remaining and elapsed > (10.0 if watchdog and (ready["cgroups"] or not escaping) else LIMIT_S):
+            break  # without a watchdog, or a cgroup for an escaping daemon, some never go: counted, then killed
         await trio.sleep(0.002)
     await trio.to_thread.run_sync(process.wait)
     assert process.stdout is not None
@@ -145,6 +167,7 @@ async def _one_death(home: Path, sessions: int, *, watchdog: bool, stop_first: b
         "gone_s": gone_s,
         "alive_after_2s": float(alive_after_limit),
         "watchdog_exit_s": watchdog_exit_s,
+        "cgroups": float(ready["cgroups"]),
     }
 
 
@@ -166,7 +189,8 @@ def _replacement_started(host: int, first: int | None) -> bool:
 async def _one_replacement(home: Path, sessions: int) -> dict[str, float]:
     """Kill the watchdog; time until the host has started another; then kill the host and time its families' end."""
     mark = uuid.uuid4().hex
-    process, watchdog_pid = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=True))
+    process, ready = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=True))
+    watchdog_pid = ready["watchdog_pid"]
     expected = sessions * SERVERS_PER_SESSION * 3
     family: list[psutil.Process] = []
     with trio.move_on_after(5.0):
@@ -260,26 +284,42 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     outcome = Outcome(data={"cases": {}})
     latency = Table(
         f"host_death: host SIGKILL -> last family process gone ({arguments.sessions} sessions x "
-        f"{SERVERS_PER_SESSION} servers, each with a grandchild and a setsid grandchild)",
+        f"{SERVERS_PER_SESSION} servers, each with a grandchild and a setsid grandchild, and in the escaping "
+        "cases a daemon)",
         ["case", "runs", "processes", "median ms", "max ms", "alive after 2 s (total)", "watchdog exit median ms"],
     )
     cases = (
-        ("SIGKILL, watchdog on", arguments.runs, True, False),
-        ("SIGSTOP then SIGKILL, watchdog on", arguments.stopped_runs, True, True),
-        ("SIGKILL, watchdog off (parent-death signal only)", arguments.unguarded_runs, False, False),
+        # label, runs, watchdog, SIGSTOP first, cgroups, escaping daemons
+        ("SIGKILL, watchdog on, a cgroup per family", arguments.runs, True, False, True, False),
+        ("SIGKILL, watchdog on, tags alone", arguments.runs, True, False, False, False),
+        ("SIGKILL, escaping daemons too, a cgroup per family", arguments.escaping_runs, True, False, True, True),
+        ("SIGKILL, escaping daemons too, tags alone", arguments.escaping_runs, True, False, False, True),
+        ("SIGSTOP then SIGKILL, watchdog on", arguments.stopped_runs, True, True, True, False),
+        ("SIGKILL, watchdog off (parent-death signal only)", arguments.unguarded_runs, False, False, True, False),
     )
     guarded_alive = 0
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
         workdir = Path(directory)
         (workdir / "home").mkdir()
-        for label, runs, watchdog, stop_first in cases:
+        for label, runs, watchdog, stop_first, cgroups, escaping in cases:
             results: list[dict[str, float]] = []
             for index in range(runs):
                 progress.update("host death", f"{label}: run {index + 1}/{runs}")
-                results.append(await _one_death(workdir, arguments.sessions, watchdog=watchdog, stop_first=stop_first))
+                results.append(
+                    await _one_death(
+                        workdir,
+                        arguments.sessions,
+                        watchdog=watchdog,
+                        stop_first=stop_first,
+                        cgroups=cgroups,
+                        escaping=escaping,
+                    )
+                )
             outcome.data["cases"][label] = results
             if not results:
                 continue
+            if cgroups and not all(result["cgroups"] for result in results):
+                label += " (no cgroup could be made: tags)"
             gone = [result["gone_s"] * 1000 for result in results]
             complete = all(value == value for value in gone)  # no NaN: every run ended with nothing left
             alive = int(sum(result["alive_after_2s"] for result in results))
@@ -292,7 +332,10 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 alive,
                 median(result["watchdog_exit_s"] * 1000 for result in results) if watchdog else float("nan"),
             )
-            if watchdog:
+            by_design = escaping and not all(result["cgroups"] for result in results)
+            if watchdog and by_design:
+                outcome.headlines.append(info(f"processes alive 2 s after, {label}", float(alive)))
+            elif watchdog:
                 guarded_alive += alive
                 outcome.headlines.append(
                     at_most(f"median, {label}", median(gone) if complete else float("nan"), LIMIT_S * 1000, "ms")
@@ -304,9 +347,10 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 outcome.headlines.append(info(f"processes alive 2 s after, {label}", float(alive)))
         latency.notes += [
             "gone = dead or a zombie; polled every ~2 ms from just before the SIGKILL.",
-            "'-': members were still alive when the benchmark stopped waiting (10 s; 2 s without a watchdog)",
-            "  and were killed by it. Without a watchdog the parent-death signal ends the servers, not their",
-            "  grandchildren.",
+            "'-': members were still alive when the benchmark stopped waiting (10 s; 2 s without a watchdog, or",
+            "  for escaping daemons without cgroups) and were killed by it. Without a watchdog the parent-death",
+            "  signal ends the servers, not their grandchildren; without a cgroup, nothing finds a daemon that",
+            "  left the tree, the session and the environment (found here by the label on its command line).",
         ]
         outcome.tables.append(latency)
         replacements: list[dict[str, float]] = []
@@ -379,7 +423,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--as-host":
-        home, mark, sessions, watchdog = sys.argv[2:6]
-        trio.run(_serve_as_host, home, mark, int(sessions), watchdog == "1")
+        home, mark, sessions, watchdog, cgroups, escaping = sys.argv[2:8]
+        trio.run(_serve_as_host, home, mark, int(sessions), watchdog == "1", cgroups == "1", escaping == "1")
     else:
         main(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run)
