@@ -8,11 +8,14 @@ loop to see how long the event loop was held (the oversleep):
 
 - ``create_session`` (it reads the configuration and the project's own
   snapshots, in a worker thread);
-- a cache write: ``refresh_tools`` of one server, until its new snapshot is
+- a cache write: ``refresh_tools`` of one server until its new snapshot is
   on disk (the session writes it from a worker thread: its entry, the
-  pruning of its project, the budget over the whole cache);
+  pruning of its project, the budget over the whole cache); and the same
+  refresh of a host whose cache is off (its ``mcp-tools-cache`` is a file),
+  since the SDK validates the listing in the event loop, a stall of its own:
+  the difference is the write's;
 - a turn: ``prepare_turn`` dialing the project's servers, and the session's
-  write once the dials settle.
+  write once the dials settle; and the same turn with the cache off.
 
 The same watcher over a quiet half second gives the stall the machine causes
 by itself (other processes, the scheduler), to read the others against.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import json
 import os
 import sys
 import tempfile
@@ -47,7 +51,7 @@ CACHE = "mcp-tools-cache"  # <home>/mcp-tools-cache, as the README says
 OPTIONS = (
     Option("projects", int, 200, 20, "projects in the cache"),
     Option("servers", int, 3, 3, "servers per project"),
-    Option("tools", int, 320, 320, "tools each server lists (about 165 bytes each in the cache)"),
+    Option("tools", int, 260, 260, "tools each server lists (about 200 bytes each in the cache)"),
     Option("runs", int, 10, 3, "create_session / write / turn rounds"),
 )
 
@@ -62,8 +66,18 @@ def _cache_bytes(home: Path) -> int:
     return sum(path.stat().st_size for path in (home / CACHE).rglob("*.json"))
 
 
-def _newest_entry(home: Path) -> float:
-    return max((path.stat().st_mtime for path in (home / CACHE).rglob("*.json")), default=0.0)
+def _project_directory(home: Path, workdir: Path) -> Path:
+    """The cache directory of ``workdir``'s snapshots: the one whose entries name it (blocking: reads them all)."""
+    wanted = f'"workdir":{json.dumps(str(workdir.resolve()))}'
+    for path in (home / CACHE).rglob("*.json"):
+        if wanted in path.read_text():
+            return path.parent
+    raise RuntimeError(f"no snapshot of {workdir} in the cache")
+
+
+def _newest_entry(directory: Path) -> float:
+    """The latest time an entry of one project's ``directory`` was written: a few ``stat`` calls."""
+    return max((entry.stat().st_mtime_ns / 1e9 for entry in os.scandir(directory)), default=0.0)
 
 
 async def _dial_once(host: Host, workdir: Path, servers: Servers) -> None:
@@ -130,19 +144,21 @@ async def _create(host: Host, workdir: Path, servers: Servers, created: list[Ses
     created.append(await host.create_session(workdir, servers))
 
 
-async def _written(session: Session, home: Path) -> None:
-    """Refresh one server's tools, and wait until a newer snapshot is on disk."""
-    before = _newest_entry(home)
+async def _written(session: Session, directory: Path | None) -> None:
+    """Refresh one server's tools; then wait until its snapshot is on disk in the project's ``directory``."""
+    before = _newest_entry(directory) if directory is not None else 0.0
     await session.refresh_tools("s0")
-    with trio.fail_after(10):
-        while _newest_entry(home) <= before:
-            await trio.sleep(0.001)
+    if directory is not None:
+        with trio.fail_after(10):
+            while _newest_entry(directory) <= before:
+                await trio.sleep(0.001)
 
 
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     outcome = Outcome()
     servers = _servers(arguments)
-    samples: dict[str, list[float]] = {name: [] for name in ("quiet", "create", "write", "turn")}
+    names = ("quiet", "create", "write", "write_off", "turn", "turn_off")
+    samples: dict[str, list[float]] = {name: [] for name in names}
     stalls: dict[str, list[float]] = {name: [] for name in samples}
     collections: dict[str, list[float]] = {name: [] for name in samples}
 
@@ -155,7 +171,10 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         root = Path(temporary)
         home, workdir = root / "home", root / "project"
         workdir.mkdir()
-        async with Host.open(home=home) as host:
+        off = root / "home-without-cache"
+        off.mkdir()
+        (off / CACHE).write_text("the cache is off\n")
+        async with Host.open(home=home) as host, Host.open(home=off) as uncached:
             for project in range(arguments.projects - 1):
                 progress.update("filling the cache", f"project {project + 1}/{arguments.projects}")
                 other = root / f"p{project}"
@@ -163,6 +182,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 await _dial_once(host, other, servers)
             await _dial_once(host, workdir, servers)  # the measured project's own snapshots
             total = await trio.to_thread.run_sync(_cache_bytes, home)
+            own = await trio.to_thread.run_sync(_project_directory, home, workdir)
             for index in range(arguments.runs):
                 progress.update("measuring", f"run {index + 1}/{arguments.runs}")
                 record("quiet", await _watched(functools.partial(trio.sleep, 0.5)))
@@ -172,7 +192,13 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 if not all(status.tools_cached for status in session.servers()):
                     raise RuntimeError("the session did not read its own snapshots")
                 record("turn", await _watched(session.prepare_turn, settle=1.5))  # the write follows the dials
-                record("write", await _watched(functools.partial(_written, session, home)))
+                record("write", await _watched(functools.partial(_written, session, own)))
+                created.clear()
+                await _create(uncached, workdir, servers, created)
+                [without] = created
+                record("turn_off", await _watched(without.prepare_turn, settle=1.5))
+                record("write_off", await _watched(functools.partial(_written, without, None)))
+                await uncached.destroy_session(without.id)
                 await host.destroy_session(session.id)
         after = await trio.to_thread.run_sync(_cache_bytes, home)
     table = Table(
@@ -184,7 +210,9 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         "quiet": "nothing (0.5 s idle): the machine's own stall",
         "create": "create_session (reads its own snapshots)",
         "write": "a cache write: refresh_tools until the snapshot is on disk",
+        "write_off": "the same refresh_tools, the cache off",
         "turn": f"prepare_turn of {arguments.servers} servers, then the session's write",
+        "turn_off": "the same turn, the cache off",
     }
     for name, label in labels.items():
         table.add(
@@ -198,7 +226,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         "stall: how much a 1 ms sleep overslept at worst while the work ran (the event loop held, by the GIL or",
         "  anything else); compare with the quiet row. collection: the longest pause of Python's garbage",
         "  collector in the window (a full collection runs before each; the runtime's pause, not the cache's).",
-        "the turn's stall includes the SDK validating each server's listing in the event loop, not the cache.",
+        "a refresh's or a turn's stall includes the SDK validating the listings in the event loop: compare",
+        "  the rows with the cache off.",
         "When the cache was one file, the same 30 MiB cost 0.7-2.5 s per create_session with 0.5-1.5 s stalls,",
         "  and 0.3-1.0 s per write (issue 23).",
         f"cache size after filling / at the end: {total / 2**20:.1f} / {after / 2**20:.1f} MiB.",
