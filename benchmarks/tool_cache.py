@@ -42,7 +42,7 @@ import trio
 from benchmarks.report import Progress, Table, at_most, info, median
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Host, ServerState, Session
-from wave_actors.testing import fault_server_entry
+from wave_actors.testing import fault_server_entry, watch_stalls
 
 NAME = "tool_cache"
 STALL_TARGET_MS = 20.0
@@ -111,33 +111,20 @@ class _Collections:
 
 
 async def _watched(work: Callable[[], Awaitable[object]], *, settle: float = 0.0) -> tuple[float, float, float]:
-    """``(seconds work() took, worst oversleep of a 1 ms sleep, longest garbage collection)``, ``settle`` s longer.
+    """``(seconds work() took, longest the event loop was held, longest garbage collection)``, ``settle`` s longer.
 
     A full collection first, so that one already due does not land in the window: its pause (tens of
     milliseconds with the SDK's objects of many closed sessions) is the runtime's, not the work's; one
     that happens all the same is reported beside the stall.
     """
     gc.collect()
-    worst = 0.0
-    done = trio.Event()
-
-    async def watch() -> None:
-        nonlocal worst
-        while not done.is_set():
-            before = trio.current_time()
-            await trio.sleep(0.001)
-            worst = max(worst, trio.current_time() - before - 0.001)
-
     with _Collections() as collections:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch)
-            await trio.sleep(0.005)
+        async with watch_stalls() as stalls:
             started = time.perf_counter()
             await work()
             elapsed = time.perf_counter() - started
             await trio.sleep(settle)
-            done.set()
-    return elapsed, worst, collections.longest
+    return elapsed, stalls.longest, collections.longest
 
 
 async def _create(host: Host, workdir: Path, servers: Servers, created: list[Session]) -> None:

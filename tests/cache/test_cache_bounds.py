@@ -9,6 +9,7 @@ import logging
 import os
 import stat
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from wave_actors import Host, ServerState, load_config
 from wave_actors._cache import CachedServer, cache_directory, file as cache_file, read_cache, update_cache
 from wave_actors._cache.file import LEGACY_FILE_NAME, entry_path, workdir_directory
 from wave_actors._listing import ServerTool
-from wave_actors.testing import fault_server_entry
+from wave_actors.testing import fault_server_entry, watch_stalls
 
 SERVERS = {"echo": fault_server_entry()}
 
@@ -163,30 +164,17 @@ def test_past_its_budget_a_write_removes_the_workdirs_written_least_recently_nev
     assert workdirs_kept(directory, *projects, "/projects/new") == ["/projects/new"]
 
 
-async def _worst_stall(work: object, *, duration: float = 0.0) -> float:
-    """The longest the event loop was held while ``work()`` ran: how long a 1 ms sleep overslept, at worst.
+async def _worst_stall(work: Callable[[], Awaitable[object]], *, duration: float = 0.0) -> float:
+    """The longest the event loop was held while ``work()`` ran, and ``duration`` seconds after.
 
     A full garbage collection first: one due in this big test process would stall the loop for its own
     reasons, whatever the cache does.
     """
     gc.collect()
-    worst = 0.0
-    done = trio.Event()
-
-    async def watch() -> None:
-        nonlocal worst
-        while not done.is_set():
-            before = trio.current_time()
-            await trio.sleep(0.001)
-            worst = max(worst, trio.current_time() - before - 0.001)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch)
-        assert callable(work)
+    async with watch_stalls() as stalls:
         await work()
         await trio.sleep(duration)
-        done.set()
-    return worst
+    return stalls.longest
 
 
 # A stall this long fails the test; the benchmark (python -m benchmarks.tool_cache) measures the real figure

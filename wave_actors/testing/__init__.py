@@ -26,6 +26,9 @@ Checks:
   is in one of some states (:class:`StateNotReached` says what was seen instead).
 * :func:`count_tasks` -- the tasks of the current trio run, to measure what
   idle sessions cost.
+* :func:`watch_stalls` -- the longest the event loop was held while a block
+  ran, to check that nothing the library does in a worker thread stalls the
+  host's other sessions.
 
 This module is imported by host authors' test suites, so it stays light: it
 never imports ``mcp``, which only the server subprocesses do.
@@ -49,6 +52,7 @@ from wave_actors.testing._census import (
     leftover_processes as leftover_processes,
     process_census as process_census,
 )
+from wave_actors.testing._stalls import Stalls as Stalls, watch_stalls as watch_stalls
 from wave_actors.testing._states import StateNotReached as StateNotReached, wait_for_state as wait_for_state
 from wave_actors.testing._tasks import count_tasks as count_tasks
 
@@ -57,6 +61,7 @@ __all__ = [
     "FAMILY_VARIABLE",
     "FAULT_SERVER_PATH",
     "REFERENCE_SERVER_PATH",
+    "Stalls",
     "StateNotReached",
     "count_tasks",
     "describe",
@@ -70,6 +75,7 @@ __all__ = [
     "reference_server_entry",
     "serve_reference_server",
     "wait_for_state",
+    "watch_stalls",
 ]
 
 FAULT_SERVER_PATH: Final = Path(__file__).with_name("fault_server.py")
