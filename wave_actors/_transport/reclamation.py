@@ -87,14 +87,19 @@ def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
             continue
 
 
-async def _wait_gone(processes: list[psutil.Process], limit: float, reap: Callable[[], object]) -> list[psutil.Process]:
-    """Wait until none of ``processes`` is alive or ``limit`` passes; return the survivors."""
+async def _wait_gone(
+    processes: list[psutil.Process], limit: float, reap: Callable[[], object], cgroup: str | None = None
+) -> list[psutil.Process]:
+    """Wait until none of ``processes`` is alive (and ``cgroup``, if given, is empty) or ``limit`` passes.
+
+    :returns: the survivors among ``processes``.
+    """
     interval = _FIRST_POLL_INTERVAL
     with trio.move_on_after(limit):
         while True:
             reap()
             processes = [process for process in processes if _alive(process)]
-            if not processes:
+            if not processes and (cgroup is None or not cgroup_populated(cgroup)):
                 return []
             # Most processes die within a millisecond of a signal: look soon, then less often.
             await trio.sleep(interval)
@@ -162,7 +167,7 @@ async def reclaim(
             # Whatever happened above, nothing found is left unsignalled.
             if cgroup is not None and cgroup_populated(cgroup):
                 kill_cgroup(cgroup)
-                await _wait_empty(cgroup, [], graces.kill, reap)
+                await _wait_gone([], graces.kill, reap, cgroup)
             leftovers = [member for member in known.values() if _alive(member)]
             if leftovers:
                 _signal_all(leftovers, signal.SIGKILL)
@@ -215,23 +220,6 @@ async def _stages(
             return  # unkillable; reported by the caller
 
 
-async def _wait_empty(
-    cgroup: str, members: list[psutil.Process], limit: float, reap: Callable[[], object]
-) -> list[psutil.Process]:
-    """Wait until ``cgroup`` is empty and none of ``members`` lives, or ``limit`` passes; return live members."""
-    interval = _FIRST_POLL_INTERVAL
-    with trio.move_on_after(limit):
-        while True:
-            reap()
-            members = [member for member in members if _alive(member)]
-            if not members and not cgroup_populated(cgroup):
-                return []
-            await trio.sleep(interval)
-            interval = min(interval * 2, _POLL_INTERVAL)
-    reap()
-    return [member for member in members if _alive(member)]
-
-
 async def _contained_stages(
     process: trio.Process,
     start: float | None,
@@ -258,12 +246,12 @@ async def _contained_stages(
     survivors = [member for member in members if _alive(member)]
     if survivors:
         _signal_all(survivors, signal.SIGTERM)
-        survivors = await _wait_empty(cgroup, survivors, graces.term, reap)
+        survivors = await _wait_gone(survivors, graces.term, reap, cgroup)
     if survivors or cgroup_populated(cgroup):  # one that ignored SIGTERM, or forked after the listing
         logger.info("cgroup %s outlived SIGTERM; ending it with cgroup.kill", cgroup)
         kill_cgroup(cgroup)
         _signal_all(survivors, signal.SIGKILL)
-        await _wait_empty(cgroup, survivors, graces.kill, reap)
+        await _wait_gone(survivors, graces.kill, reap, cgroup)
 
 
 async def _reclaim_windows(
