@@ -119,20 +119,41 @@ def _family(mark: str) -> list[psutil.Process]:
     return process_census(MARK_VARIABLE, mark, descendants=False) + escaped_processes(_escape_label(mark))
 
 
-async def _one_death(
-    home: Path, sessions: int, *, watchdog: bool, stop_first: bool, cgroups: bool = True, escaping: bool = False
-) -> dict[str, float]:
-    """One host, killed; how long until its families were gone (NaN: not within 10 s) and how many outlived 2 s."""
+async def _host_with_families(
+    home: Path, sessions: int, *, watchdog: bool = True, cgroups: bool = True, escaping: bool = False
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], list[psutil.Process]]:
+    """A host process, what it said when ready, and every process of its families once they all run."""
     mark = uuid.uuid4().hex
     process, ready = await trio.to_thread.run_sync(
         lambda: _start_host(home, mark, sessions, watchdog=watchdog, cgroups=cgroups, escaping=escaping)
     )
-    watchdog_pid = ready["watchdog_pid"]
     expected = sessions * SERVERS_PER_SESSION * (4 if escaping else 3)
     family: list[psutil.Process] = []
     with trio.move_on_after(5.0):
         while len(family := _family(mark)) < expected:
             await trio.sleep(0.01)
+    return process, ready, family
+
+
+async def _collect(process: subprocess.Popen[bytes], family: list[psutil.Process]) -> int:
+    """Wait for the killed host; kill what is left of its families; how many were left."""
+    await trio.to_thread.run_sync(process.wait)
+    assert process.stdout is not None
+    process.stdout.close()
+    left = [member for member in family if is_alive(member)]
+    if left:
+        kill_processes(left)
+    return len(left)
+
+
+async def _one_death(
+    home: Path, sessions: int, *, watchdog: bool, stop_first: bool, cgroups: bool = True, escaping: bool = False
+) -> dict[str, float]:
+    """One host, killed; how long until its families were gone (NaN: not within 10 s) and how many outlived 2 s."""
+    process, ready, family = await _host_with_families(
+        home, sessions, watchdog=watchdog, cgroups=cgroups, escaping=escaping
+    )
+    watchdog_pid = ready["watchdog_pid"]
     if stop_first:
         os.kill(process.pid, signal.SIGSTOP)
     killed = time.perf_counter()
@@ -150,12 +171,7 @@ async def _one_death(
         if remaining and elapsed > (10.0 if watchdog and (ready["cgroups"] or not escaping) else LIMIT_S):
             break  # without a watchdog, or a cgroup for an escaping daemon, some never go: counted, then killed
         await trio.sleep(0.002)
-    await trio.to_thread.run_sync(process.wait)
-    assert process.stdout is not None
-    process.stdout.close()
-    left = [member for member in family if is_alive(member)]
-    if left:
-        kill_processes(left)
+    await _collect(process, family)
     watchdog_exit_s = float("nan")
     if watchdog_pid is not None:
         with trio.move_on_after(5.0):
@@ -188,14 +204,8 @@ def _replacement_started(host: int, first: int | None) -> bool:
 
 async def _one_replacement(home: Path, sessions: int) -> dict[str, float]:
     """Kill the watchdog; time until the host has started another; then kill the host and time its families' end."""
-    mark = uuid.uuid4().hex
-    process, ready = await trio.to_thread.run_sync(lambda: _start_host(home, mark, sessions, watchdog=True))
+    process, ready, family = await _host_with_families(home, sessions)
     watchdog_pid = ready["watchdog_pid"]
-    expected = sessions * SERVERS_PER_SESSION * 3
-    family: list[psutil.Process] = []
-    with trio.move_on_after(5.0):
-        while len(family := _family(mark)) < expected:
-            await trio.sleep(0.01)
     assert watchdog_pid is not None
     killed = time.perf_counter()
     os.kill(watchdog_pid, signal.SIGKILL)
@@ -214,13 +224,8 @@ async def _one_replacement(home: Path, sessions: int) -> dict[str, float]:
         if not remaining:
             gone_s = time.perf_counter() - host_killed
         await trio.sleep(0.002)
-    await trio.to_thread.run_sync(process.wait)
-    assert process.stdout is not None
-    process.stdout.close()
-    left = [member for member in family if is_alive(member)]
-    if left:
-        kill_processes(left)
-    return {"family": float(len(family)), "unguarded_s": unguarded_s, "gone_s": gone_s, "left": float(len(left))}
+    left = await _collect(process, family)
+    return {"family": float(len(family)), "unguarded_s": unguarded_s, "gone_s": gone_s, "left": float(left)}
 
 
 # The cost, in this process.
