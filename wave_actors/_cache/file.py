@@ -73,7 +73,7 @@ from typing import Any, Final, cast
 
 from wave_actors._cache.model import EMPTY_CACHE, CachedServer, ToolCache
 from wave_actors._config.atomic import replace_atomically, temporary_prefix
-from wave_actors._config.sources import default_home
+from wave_actors._config.sources import default_home, file_kind
 from wave_actors._listing import ServerTool
 
 __all__ = [
@@ -160,16 +160,6 @@ def _warn_once(path: Path, reason: str) -> None:
     logger.warning("tool snapshot cache off: %s %s; nothing is read from it or written through it", path, reason)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "is a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "is a directory"
-    if stat.S_ISREG(mode):
-        return "is a regular file"
-    return "is a FIFO, a socket or a device"
-
-
 def _not_ours(path: Path, *, directory: bool) -> str | None:
     """Why ``path`` is not a real directory (or regular file) owned by this user; ``None`` if it is, or is missing."""
     try:
@@ -180,7 +170,7 @@ def _not_ours(path: Path, *, directory: bool) -> str | None:
         return f"cannot be examined ({error.strerror or error})"
     wanted = stat.S_ISDIR if directory else stat.S_ISREG
     if not wanted(status.st_mode):
-        return f"{_kind(status.st_mode)}, not a {'directory' if directory else 'regular file'}"
+        return f"is {file_kind(status.st_mode)}, not a {'directory' if directory else 'regular file'}"
     if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
         return f"belongs to user {status.st_uid}, not to this one"
     return None
@@ -215,7 +205,7 @@ def _read_entry_bytes(path: Path) -> bytes | None:
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise _Unusable(f"{_kind(status.st_mode)}, not a regular file")
+            raise _Unusable(f"is {file_kind(status.st_mode)}, not a regular file")
         if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
             raise _Unusable(f"belongs to user {status.st_uid}")
         if status.st_size > MAX_ENTRY_BYTES:
