@@ -285,6 +285,30 @@ async def _cost(arguments: argparse.Namespace, workdir: Path, progress: Progress
     return {"samples": samples, "memory": memory, "host_rss_mb": me.memory_info().rss / 2**20}
 
 
+async def _cgroup_cost(
+    arguments: argparse.Namespace, workdir: Path, progress: Progress
+) -> dict[str, dict[str, list[float]]]:
+    """``Host.open``, a dial and a destroy with a cgroup per family and with the tags alone, interleaved."""
+    samples: dict[str, dict[str, list[float]]] = {
+        side: {"open_s": [], "dial_s": [], "destroy_s": []} for side in ("cgroup", "tag")
+    }
+    rounds = arguments.dial_rounds
+    for index in range(rounds):
+        for side in ("cgroup", "tag") if index % 2 == 0 else ("tag", "cgroup"):
+            progress.update("cost", f"round {index + 1}/{rounds}, reclaimed by {side}")
+            started = time.perf_counter()
+            async with Host.open(home=workdir / "home", watchdog=False, cgroups=side == "cgroup") as host:
+                samples[side]["open_s"].append(time.perf_counter() - started)
+                session = await host.create_session(workdir, {"echo": fault_server_entry(grandchild=True)})
+                started = time.perf_counter()
+                await session.prepare_turn()
+                samples[side]["dial_s"].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                await host.destroy_session(session.id)
+                samples[side]["destroy_s"].append(time.perf_counter() - started)
+    return samples
+
+
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     outcome = Outcome(data={"cases": {}})
     latency = Table(
@@ -422,6 +446,22 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         info("watchdog CPU while idle", median(on["watchdog_cpu_idle_s"]) * 1000, f"ms / {arguments.idle_seconds:g} s"),
     ]
     outcome.data["cost"] = cost
+    with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
+        (Path(directory) / "home").mkdir()
+        contained = await _cgroup_cost(arguments, Path(directory), progress)
+    cgroups = Table(
+        "host_death: what a cgroup per family costs (hosts without a watchdog, interleaved)",
+        ["metric", "a cgroup per family", "tags alone", "cgroup - tag"],
+    )
+    for metric, name in (
+        ("Host.open (the probe), median ms", "open_s"),
+        ("dial (prepare_turn, 1 server + grandchild), median ms", "dial_s"),
+        ("destroy_session (reclaim), median ms", "destroy_s"),
+    ):
+        with_it, without = median(contained["cgroup"][name]) * 1000, median(contained["tag"][name]) * 1000
+        cgroups.add(metric, with_it, without, with_it - without)
+    outcome.tables.append(cgroups)
+    outcome.data["cgroup_cost"] = contained
     outcome.data["cpus"] = os.cpu_count()
     return outcome
 
