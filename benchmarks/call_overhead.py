@@ -240,7 +240,8 @@ class Pair:
         layers["bare SDK + read_timeout_seconds"] = sdk_with_timeout
         # The session's own live connection, reached through private attributes (a diagnosis only):
         # comparing layers on one server process removes the process-to-process spread (+-5 %).
-        actor = getattr(session, "_actors", {}).get("f")
+        roster = getattr(session, "_roster", None)
+        actor = roster.actors.get("f") if roster is not None else None  # pyright: ignore
         connection = actor._live_connection() if actor is not None else None  # pyright: ignore
         if connection is not None:
 

@@ -38,7 +38,8 @@ Ownership (``--ownership``). With ``session`` (the default, described above)
 every session owns its connections, all in one workdir. With ``project``
 the slots are spread over ``--workdirs`` temporary workdirs (default one per
 four sessions) and create ``ownership="project"`` sessions, which share one
-connection per (workdir, server) (:mod:`wave_actors._project`):
+connection per (workdir, server) since they load the same entries
+(:mod:`wave_actors._roster.project`):
 
 - A workdir's servers are its ``.mcp.json``, which every session of it loads,
   so every slot of a workdir configures the same entries by name; names are
@@ -127,10 +128,11 @@ PROJECT_SERVER = re.compile(r"w(\d+)(?:s\d+|x)")
 """A project server's name: ``w<workdir>s<n>`` (from ``.mcp.json``) or ``w<workdir>x`` (the optional one)."""
 PROJECT_EVENTS = (
     ("unused for", "idle closes (idle timer fired)"),
-    ("changed on disk", "reloads on attach (entry changed)"),
+    ("served for another entry", "reconciles on attach (entry changed)"),
+    ("loads another entry now", "reloads in place (entry changed)"),
     ("is dead", "rebuilds on attach (dead connection)"),
 )
-"""Library log messages of :mod:`wave_actors._project` counted as project events."""
+"""Library log messages of :mod:`wave_actors._roster.project` counted as project events."""
 
 
 def ownership_choice(value: str) -> str:
@@ -636,7 +638,7 @@ class _CountingHandler(logging.Handler):
             message += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
         if len(examples) < 3 and message not in examples:
             examples.append(message)
-        if record.name == "wave_actors._project":
+        if record.name == "wave_actors._roster.project":
             for needle, event in PROJECT_EVENTS:
                 if needle in message:
                     self._ledger.project_events[event] += 1

@@ -24,8 +24,8 @@ around the block does not reach the children directly; the supervisor stops
 them itself, one at a time in reverse start order, each within its own
 deadline. The watcher and round tasks are shielded the same way. Before it
 reports started, a child runs in the context of the caller of
-:meth:`Supervisor.start_child`, so cancelling that caller cancels the start
-(a lazy dial dies with the session that asked for it). No task of the
+:meth:`Supervisor.start_child`, so cancelling that caller cancels the start.
+No task of the
 supervisor's own holds the children: a supervisor with one running child
 costs the child's task and nothing more.
 """

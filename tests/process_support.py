@@ -1,4 +1,5 @@
-"""The fault servers a test started, from the process census, what they were asked to call, and pid reuse on demand.
+"""The fault servers a test started, from the process census, what they were asked to call, pid reuse on demand,
+and the most tasks and memory this host process used meanwhile.
 
 Shared by the test folders."""
 
@@ -7,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import psutil
+import trio
 
-from wave_actors.testing import FAULT_SERVER_PATH, process_census
+from wave_actors.testing import FAULT_SERVER_PATH, count_tasks, process_census
 
 
 def _command(process: psutil.Process) -> list[str]:
@@ -50,3 +53,32 @@ def plant_stale_cache_entry(pid: int) -> None:
 def tools_called(log: Path) -> list[str]:
     """The tools a fault server was asked to call, in order, from its call log (``fault_server_entry(call_log=...)``)."""
     return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@attrs.define
+class HostPeaks:
+    """The most trio tasks and resident memory this process had while :meth:`sample` ran, and where they started.
+
+    Start :meth:`sample` in a nursery around what is measured, and cancel it after.
+    """
+
+    tasks_before: int = attrs.field(factory=count_tasks)
+    rss_before: int = attrs.field(factory=lambda: psutil.Process().memory_info().rss)
+    tasks: int = 0
+    rss: int = 0
+
+    @property
+    def added_tasks(self) -> int:
+        return max(self.tasks, self.tasks_before) - self.tasks_before
+
+    @property
+    def added_rss(self) -> int:
+        """Bytes of resident memory added at the peak."""
+        return max(self.rss, self.rss_before) - self.rss_before
+
+    async def sample(self, interval: float = 0.002) -> None:
+        me = psutil.Process()
+        while True:
+            self.tasks = max(self.tasks, count_tasks())
+            self.rss = max(self.rss, me.memory_info().rss)
+            await trio.sleep(interval)

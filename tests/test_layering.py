@@ -1,4 +1,4 @@
-"""Data and imports flow one way: the leaves import nothing above them (DESIGN, "Layout").
+"""Data and imports flow one way: the leaves import nothing above them.
 
 The stdio transport spawns and reclaims server families; the watchdog guards
 them against the host's death. Neither imports the other: both stand on the

@@ -44,6 +44,9 @@ DESIGN_NAMES = {
     "ConfigError",
 }
 
+# Project trust (R-CFG-10): what a settings page needs to trust a folder and approve its servers.
+TRUST_NAMES = {"TrustMode", "TrustStore", "ProjectTrust", "ServerTrust", "ApprovalState"}
+
 # The unit tests of a private package may import it (and only it), and the leaf records and packages beneath it.
 UNIT_TESTS_OF = {
     "tests/actor": ("wave_actors._actor", "wave_actors._listing"),
@@ -53,6 +56,7 @@ UNIT_TESTS_OF = {
     "tests/cache": ("wave_actors._cache", "wave_actors._listing"),
     "tests/family": ("wave_actors._family",),
     "tests/watchdog": ("wave_actors._watchdog", "wave_actors._family"),
+    "tests/roster": ("wave_actors._roster",),
 }
 
 
@@ -70,6 +74,11 @@ def private_modules() -> Iterator[object]:
 
 def test_design_names_are_exported() -> None:
     assert public_names(wave_actors) >= DESIGN_NAMES
+
+
+def test_trust_names_are_exported() -> None:
+    # R-CFG-10
+    assert public_names(wave_actors) >= TRUST_NAMES
 
 
 def test_every_public_name_is_documented() -> None:

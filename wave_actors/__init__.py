@@ -3,20 +3,25 @@
 Everything public is re-exported here, and :mod:`wave_actors.testing` offers
 MCP servers and process checks for host authors' test suites; every other
 module (their names start with ``_``) is private and may change. Importing
-this package does not import the MCP SDK: that happens on the first dial.
+this package does not import the MCP SDK: a :class:`Host` (or :func:`open_session`)
+starts that in a thread of its own when it opens, and a dial waits for what it needs.
 """
 
 from wave_actors._config import (
+    ApprovalState as ApprovalState,
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
+    ProjectTrust as ProjectTrust,
     ServerConfig as ServerConfig,
+    ServerTrust as ServerTrust,
     Severity as Severity,
     ShutdownGraces as ShutdownGraces,
     Source as Source,
     ToolOverride as ToolOverride,
     TransportType as TransportType,
     TrustMode as TrustMode,
+    TrustStore as TrustStore,
     load_config as load_config,
 )
 from wave_actors._config.store import (
@@ -26,6 +31,7 @@ from wave_actors._config.store import (
 )
 from wave_actors._errors import (
     DialError as DialError,
+    EntryChanged as EntryChanged,
     ServerDisabled as ServerDisabled,
     ServerUnavailable as ServerUnavailable,
     ToolCallError as ToolCallError,
@@ -33,6 +39,11 @@ from wave_actors._errors import (
     UnknownServer as UnknownServer,
     UnknownTool as UnknownTool,
     WaveActorsError as WaveActorsError,
+)
+from wave_actors._failure_notices import (
+    FailureNotice as FailureNotice,
+    FailureWording as FailureWording,
+    failure_notices as failure_notices,
 )
 from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
 from wave_actors._instructions import (
@@ -43,6 +54,7 @@ from wave_actors._instructions import (
     InstructionMessage as InstructionMessage,
     InstructionWording as InstructionWording,
     instruction_updates as instruction_updates,
+    restore_instruction_meta as restore_instruction_meta,
     server_available as server_available,
 )
 from wave_actors._observation import (

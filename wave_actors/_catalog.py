@@ -150,6 +150,7 @@ def _status(
         generation=state.generation,
         instructions=state.instructions,
         description=config.description or state.server_purpose or None,
+        described_by_server=not config.description and bool(state.server_purpose),
         enabled=config.enabled,
         manually_disconnected=state.manually_disconnected,
         connection=ConnectionInfo.of(config),

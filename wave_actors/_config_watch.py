@@ -1,14 +1,17 @@
 """Noticing edits to the configuration files of a host's live workdirs (``Host.open(watch_config=True)``).
 
 Another process edits ``<workdir>/.mcp.json`` or ``<home>/mcp.json`` (a
-settings page, ``wave-actors remove``, a text editor): the host should follow
-without being told. :func:`watch_config_files` polls each file's identity
-(modification time, size, inode) from a worker thread (:class:`ConfigWatcher`),
+settings page, ``wave-actors remove``, a text editor), or the user's trust
+decisions (``<workdir>/.wave/settings.local.json``, ``wave-actors approve``
+writing ``<home>/project-trust.json``): the host should follow without being
+told. :class:`ConfigWatcher` polls each file's identity
+(modification time, size, inode) from a worker thread,
 and calls back once a file changed and then held still for a whole poll, so an editor that writes in
-several steps causes one reconcile, not several. A user file change concerns
-every live workdir. Polling, not inotify: it needs nothing beyond the standard
-library, works on every platform and network file system, and costs two
-``stat`` calls per workdir per interval.
+several steps causes one reconcile, not several. A change of a file in the
+home concerns every live workdir. Polling, not inotify: it needs nothing
+beyond the standard library, works on every platform and network file system,
+and costs a few ``stat`` calls per workdir per interval. The workdirs are the
+sessions' own, resolved when each was created, and are not resolved again.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Final, final
 
 import trio
 
-from wave_actors._config.sources import project_file, resolve_workdir, user_file
+from wave_actors._config.approvals import approvals_file
+from wave_actors._config.sources import project_file, user_file
+from wave_actors._config.trust import settings_file
 
 __all__ = ["POLL_INTERVAL", "ConfigWatcher"]
 
@@ -31,6 +36,7 @@ POLL_INTERVAL: Final = 0.5
 """Seconds between two looks at the files; a change is acted on after one look that saw it hold still."""
 
 _Identity = tuple[int, int, int] | None  # (mtime_ns, size, inode), or None for a missing file
+_Files = tuple[_Identity, ...]  # the identities of every file a workdir's configuration is read from
 
 
 def _identity(path: Path) -> _Identity:
@@ -41,17 +47,13 @@ def _identity(path: Path) -> _Identity:
     return (status.st_mtime_ns, status.st_size, status.st_ino)
 
 
-def _look(home: Path, workdirs: Iterable[Path]) -> dict[str, tuple[_Identity, _Identity]]:
-    """Each workdir (resolved) with the identities of its project file and of the user file (blocking)."""
-    user = _identity(user_file(home))
-    seen: dict[str, tuple[_Identity, _Identity]] = {}
-    for workdir in workdirs:
-        try:
-            resolved = resolve_workdir(workdir)
-        except OSError:
-            continue
-        seen[str(resolved)] = (_identity(project_file(resolved)), user)
-    return seen
+def _look(home: Path, workdirs: Iterable[Path]) -> dict[str, _Files]:
+    """Each workdir with the identities of its project and settings files and of the home's files (blocking)."""
+    shared = (_identity(user_file(home)), _identity(approvals_file(home)))
+    return {
+        str(workdir): (_identity(project_file(workdir)), _identity(settings_file(workdir)), *shared)
+        for workdir in workdirs
+    }
 
 
 @final
@@ -76,7 +78,7 @@ class ConfigWatcher:
         self._workdirs = workdirs
         self._on_change = on_change
         self._interval = interval
-        self._last: dict[str, tuple[_Identity, _Identity]] = {}
+        self._last: dict[str, _Files] = {}
         self._noted: set[str] = set()
 
     async def note(self, workdir: Path) -> None:

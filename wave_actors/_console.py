@@ -5,12 +5,17 @@ through this module, and neither imports the other for it. It imports neither
 ``trio`` nor ``mcp`` at module level: ``wave-actors servers`` must start fast.
 
 Whatever a subcommand prints may carry text from configuration files and
-servers, and that text may hold characters no stream can encode: a lone
-surrogate (``"\\udcff"`` in a ``.mcp.json``, or a file name the operating
-system could not decode) has no UTF-8 form at all. Tables and messages show
-such characters as Python escapes, JSON output stays valid JSON, and
-:func:`escape_unencodable` makes a stream write escapes instead of raising, so
-that no name can turn a listing into a traceback.
+servers, and that text is data for a terminal as much as for a model: an
+``ESC`` in a tool's description can clear the screen, rewrite lines or set
+the clipboard (OSC 52), a ``BEL`` rings, a bidirectional override reorders
+what a person reads. Tables and messages (:func:`printable`, :func:`one_line`,
+:func:`table`) show every control and invisible character as a Python escape
+(``\\x1b``, ``\\u202e``), newlines and tabs of a block aside, and JSON
+output writes them as JSON escapes (R-CLI). A lone surrogate (``"\\udcff"``
+in a ``.mcp.json``, or a file name the operating system could not decode)
+has no UTF-8 form at all: it is escaped the same way, JSON output stays valid
+JSON, and :func:`escape_unencodable` makes a stream write escapes instead of
+raising, so that no name can turn a listing into a traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import io
 import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO, cast
+
+from wave_actors._escaping import json_visible, visible
 
 if TYPE_CHECKING:
     from wave_actors._status import ServerStatus
@@ -66,12 +73,16 @@ class CommandFailed(Exception):
 
 
 def printable(text: str) -> str:
-    """``text`` with every character that has no UTF-8 form (a lone surrogate) written as its escape, ``\\udcff``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
+    """``text`` safe for a terminal: every control and invisible character written as its Python escape (R-CLI).
+
+    ``ESC``, ``BEL``, ``\\r`` and the other C0 and C1 controls, Unicode line
+    separators, invisible format characters and lone surrogates (which have
+    no UTF-8 form) become ``\\x1b``, ``\\u2028``, ``\\udcff``; newlines and tabs
+    are kept, so a block of lines stays a block.
+
+    :param text: text that may hold a server's, a file's or a model's characters.
+    """
+    return visible(text, keep="\n\t")
 
 
 def one_line(text: object) -> str:
@@ -101,11 +112,13 @@ def escape_unencodable(stream: TextIO) -> None:
 def json_text(document: object, out: TextIO, *, indent: int | None = 2) -> str:
     """``document`` as JSON text that ``out`` can write unchanged.
 
-    Non-ASCII text is kept as it is when ``out`` can encode it; otherwise (a
-    lone surrogate, a terminal that is not UTF-8) everything non-ASCII is
-    written as JSON escapes, which any reader decodes back to the same string.
+    Non-ASCII text is kept as it is when ``out`` can encode it, except the
+    characters a terminal would act on or not show (controls, invisible format
+    characters: :func:`~wave_actors._escaping.json_visible`); otherwise (a
+    terminal that is not UTF-8) everything non-ASCII is written as JSON
+    escapes. Any reader decodes either back to the same string.
     """
-    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    text = json_visible(json.dumps(document, indent=indent, ensure_ascii=False))
     try:
         text.encode(out.encoding or "utf-8")
     except (UnicodeEncodeError, LookupError):

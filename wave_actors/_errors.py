@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DialError",
+    "EntryChanged",
     "ServerDisabled",
     "ServerUnavailable",
     "ToolCallError",
@@ -49,6 +50,27 @@ class ServerUnavailable(WaveActorsError):
 
 class DialError(ServerUnavailable):
     """Opening a transport to a server failed (spawn, handshake or network)."""
+
+
+class EntryChanged(WaveActorsError):
+    """A call required the server's entry it was approved for, and the server's entry is another now (R-TOOL-11).
+
+    Raised by :meth:`Session.call_tool <wave_actors.Session.call_tool>` given
+    ``expected_fingerprint``, when the server's current entry has another
+    fingerprint (R-CFG-8): a reload or a reconfigure changed what runs under
+    that name since the caller looked. Nothing was sent. Look again (the
+    server's status has the new fingerprint) before calling it.
+
+    :param server: the server's name.
+    :param expected: the fingerprint the caller expected.
+    :param current: the fingerprint of the server's entry now.
+    """
+
+    def __init__(self, message: str, *, server: str = "", expected: str = "", current: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+        self.expected = expected
+        self.current = current
 
 
 class ServerDisabled(WaveActorsError):

@@ -7,9 +7,9 @@ hook that fails or overruns is logged and teardown goes on: reclamation can
 never be skipped by an earlier failure (R-KILL-3).
 
 Sessions created with ``ownership="project"`` share one connection per
-server with every other such session of their workdir; those connections
-belong to the host's project scopes (:mod:`wave_actors._roster.project`), which the
-host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
+server with every other such session of their workdir that loaded the same
+entry; those connections belong to the host's project scopes
+(:mod:`wave_actors._roster.project`), which the host closes last (R-SCOPE-1). :meth:`Host.reconcile` is the one sync point
 after configuration edits, in both modes (R-SCOPE-3).
 """
 
@@ -136,8 +136,9 @@ class Host(metaclass=NoPublicConstructor):
             their tag, session and tree.
         :param project: how the connections of ``ownership="project"``
             sessions are shared: idle timeout, first-turn ready budget (R-SCOPE).
-        :param watch_config: notice edits to the user file and to the project
-            files of live workdirs (another process's, ``wave-actors remove``)
+        :param watch_config: notice edits to the user file, the approvals
+            record, and the project files and settings files of live workdirs
+            (another process's, ``wave-actors remove``)
             and :meth:`reconcile` their workdirs, once a changed file has held
             still for a poll (half a second).
         :param client_info: the ``(name, version)`` every server is told in
@@ -195,25 +196,34 @@ class Host(metaclass=NoPublicConstructor):
 
         With ``ownership="project"`` the session owns no connection: it
         attaches to its workdir's project scope, where one connection per
-        server is shared by every such session of that workdir and outlives
-        them by the idle timeout (:class:`ProjectOptions`, R-SCOPE-1,
-        R-SCOPE-2). Destroying the session then releases its references and
+        server is shared by every such session of that workdir that loaded
+        the same entry (sessions given different entries under one name get
+        a connection each), and outlives them by the idle timeout
+        (:class:`ProjectOptions`, R-SCOPE-1, R-SCOPE-2). Destroying the session then releases its references and
         returns at once; the processes are the project's, reclaimed when the
         idle timer fires, when the configuration drops the server, or when the
         host closes. See :mod:`wave_actors._roster.project` for every rule, manual
-        disconnect (per project) included.
+        disconnect (per connection) included.
 
-        :param workdir: the project directory (its ``.mcp.json`` is a config source).
+        :param workdir: the project directory (its ``.mcp.json`` is a config
+            source). It is resolved now, once (absolute, symbolic links
+            followed), and the session keeps that path (``Session.workdir``)
+            for every later reload, reconcile and project lookup (R-CFG-13).
         :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
-        :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
-        :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+        :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source; ``entries``
+            is ``{name: entry}`` or, as a plugin's file holds it, ``{"mcpServers": {name: entry}}``.
+        :param trust: ``"approved"`` loads a project entry only when the
+            approvals record in the host's ``home`` approves it at its
+            current fingerprint (R-CFG-10; see :class:`~wave_actors.TrustStore`).
         :param options: overrides the host's session options.
         :param session_id: an id of the host's choosing (default: a random one).
         :param ownership: ``"session"`` (the session owns its connections) or
             ``"project"`` (it shares its project's).
+        :raises ConfigError: ``workdir`` does not exist or is not a directory.
         :raises WaveActorsError: the host is closing, or the id is taken.
-        :raises ValueError: an unknown ``ownership``, or ``options`` with
-            ``"project"``: shared connections run with the host's options.
+        :raises ValueError: an unknown ``ownership`` or ``trust``, or
+            ``options`` with ``"project"``: shared connections run with the
+            host's options.
         """
         if ownership not in ("session", "project"):
             raise ValueError(f"ownership must be 'session' or 'project', not {ownership!r}")
@@ -224,9 +234,7 @@ class Host(metaclass=NoPublicConstructor):
             )
         if self._closing:
             raise WaveActorsError("the host is closing; no new sessions")
-        if session_id is not None and (session_id in self._sessions or session_id in self._reserved):
-            raise WaveActorsError(f"a session with id {session_id!r} exists already")
-        parameters = session_parameters(
+        parameters = await session_parameters(
             workdir=workdir,
             home=self._home,
             mcp_servers=mcp_servers,
@@ -236,6 +244,11 @@ class Host(metaclass=NoPublicConstructor):
             session_id=session_id,
             client_info=self._client_info,
         )
+        # Checked after the workdir was resolved (a checkpoint), with no checkpoint before the reservation.
+        if self._closing:
+            raise WaveActorsError("the host is closing; no new sessions")
+        if parameters.session_id in self._sessions or parameters.session_id in self._reserved:
+            raise WaveActorsError(f"a session with id {parameters.session_id!r} exists already")
         self._reserved.add(parameters.session_id)  # two concurrent creates must not both get it
         try:
             if self._watcher is not None:
@@ -285,11 +298,13 @@ class Host(metaclass=NoPublicConstructor):
         return self._guard.protection()
 
     def project_servers(self, workdir: Path | str) -> list[ServerStatus]:
-        """Every server the project of ``workdir`` holds a connection (or a registration) for, sorted by name.
+        """Every connection (or registration) the project of ``workdir`` holds, sorted by name, then by age.
 
         What a settings page shows of a project (R-SCOPE-1): whether each
         connection is up (``state``) apart from how many sessions use it and,
-        with none, when its idle timer closes it (``shared``). Empty when no
+        with none, when its idle timer closes it (``shared``). A name that
+        sessions loaded different entries for is listed once per entry (tell
+        them apart by ``fingerprint`` and ``source``). Empty when no
         project-mode session of that workdir was created, or when everything
         it held has closed.
 
@@ -317,7 +332,8 @@ class Host(metaclass=NoPublicConstructor):
         of the workdir is reconfigured (a reconfigure it is already running
         is waited for first; a session being destroyed is left to its destroy).
 
-        :param workdir: the project directory.
+        :param workdir: the project directory, resolved now; the sessions of
+            that path (as each resolved its own when it was created) are reconciled.
         :param plugins: new ``(plugin_name, entries)`` sources for every live
             session of the workdir; ``None`` keeps each session's own. A
             plugin left out (disabled, unloaded) takes its servers away at once,
@@ -328,7 +344,6 @@ class Host(metaclass=NoPublicConstructor):
         chosen = tuple(plugins) if plugins is not None else None
         target = await trio.to_thread.run_sync(resolve_workdir, workdir)
         sessions = list(self._sessions.values())
-        places = await trio.to_thread.run_sync(lambda: [resolve_workdir(s.workdir) for s, _ in sessions])
         results: list[ReconfigureResult] = []
 
         async def reconfigure(session: Session, lifecycle: SessionLifecycle) -> None:
@@ -346,8 +361,8 @@ class Host(metaclass=NoPublicConstructor):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reconcile_project)
-            for (session, lifecycle), place in zip(sessions, places, strict=True):
-                if place == target and session.ownership == "session":
+            for session, lifecycle in sessions:
+                if session.workdir == target and session.ownership == "session":
                     nursery.start_soon(reconfigure, session, lifecycle)
         return _merged(results)
 
@@ -379,7 +394,9 @@ class Host(metaclass=NoPublicConstructor):
            :meth:`pending_destroys` (R-KILL-5).
         3. The ``before_destroy`` hooks run, each bounded; failures are logged (R-KILL-3).
         4. ``lifecycle.close()``: ``CLOSED``; every actor refuses commands and
-           releases its waiters; the session's cancel scope is cancelled.
+           releases its waiters; the session's cancel scope is cancelled. (A
+           project-mode session releases its references instead: steps 5 and 6
+           are its project's, when the idle timer fires or the host closes.)
         5. Each actor's task is cancelled inside its supervisor, which stops the
            transport child; leaving ``open_connection`` closes the MCP session
            and, for stdio, reclaims the whole process family: stdin EOF, grace,

@@ -6,7 +6,7 @@ once per turn, which meta messages a host appends to its conversation before
 the next model call:
 
 * an **announcement** for each server that is available, has instructions,
-  and whose current text the history does not hold: the text verbatim
+  and whose current text the history does not hold: the text as sent
   (newlines kept, cut to :data:`INSTRUCTIONS_LIMIT` characters with a visible
   truncation mark), the server named, framed as external content from that
   server rather than as the host's own instructions;
@@ -24,6 +24,19 @@ appended at the end of the conversation: the system prompt is never touched
 (R-INS-5), so a server connecting mid-conversation does not invalidate a
 cached prompt prefix, and history is never rewritten.
 
+Nothing a server sends can forge this structure (R-INS-7). Its name is a
+JSON string in every message, with line breaks, invisible characters and
+angle brackets escaped; its text is shown with every control and invisible
+format character written as an escape (``\u2028``, ``\U000e0041``), newlines
+and tabs kept, and every ``<`` that would open or close a tag of the frame
+written ``&lt;``, so the frame has exactly one opening and one closing tag.
+And a marker counts only if the library made it (R-INS-6): markers are
+objects of a private ``dict`` type that a server's result, decoded from JSON,
+can never hold, so a ``CallToolResult`` whose ``_meta`` spells a marker, kept
+in the history, is ignored. A host that stores its history as JSON hands the
+``meta`` of its own instruction messages, and of nothing else, to
+:func:`restore_instruction_meta` when it reloads them.
+
 The session calls this through :meth:`wave_actors.Session.instruction_updates`;
 nothing here does I/O.
 """
@@ -33,13 +46,13 @@ from __future__ import annotations
 import enum
 import fnmatch
 import hashlib
-import json
 import string
-from collections.abc import Callable, Iterable, Mapping
-from typing import Final, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Final, cast, final
 
 import attrs
 
+from wave_actors._escaping import frame_safe, quoted, visible
 from wave_actors._status import ServerStatus, SessionSnapshot, is_live
 
 __all__ = [
@@ -50,6 +63,7 @@ __all__ = [
     "InstructionMessage",
     "InstructionWording",
     "instruction_updates",
+    "restore_instruction_meta",
     "server_available",
 ]
 
@@ -61,11 +75,22 @@ The marker is a JSON object, version 1::
     {"v": 1, "kind": "announce", "server": "docs", "sha256": "<64 hex digits>"}
     {"v": 1, "kind": "offline", "server": "docs"}
     {"v": 1, "kind": "withdrawn", "server": "docs"}
+    {"v": 1, "kind": "failed", "server": "docs", "sha256": "<64 hex digits>"}
 
 ``sha256`` is the hex SHA-256 of the server's whole instructions text (UTF-8,
 lone surrogates passed through), before any truncation: it records which text
-was announced, so a changed text is announced again. Anything else under this
-key (another version, a missing field, a wrong type) is ignored.
+was announced, so a changed text is announced again. ``failed`` marks a
+failure notice (:func:`~wave_actors._failure_notices.failure_notices`), its
+``sha256`` recording which failure was told; instruction updates ignore it.
+Anything else under this key (another version, a missing field, a wrong type)
+is ignored.
+
+Only a marker the library made counts (R-INS-6): the value under this key in
+:attr:`InstructionMessage.meta` is a ``dict`` of a private type, which JSON
+writes as a plain object. A plain mapping under this key, as a server can put
+in a result's ``_meta``, or as JSON decoding gives back, is not a marker until
+the host passes the ``meta`` it stored with one of its own instruction
+messages to :func:`restore_instruction_meta`.
 """
 
 INSTRUCTIONS_LIMIT: Final = 2048
@@ -111,21 +136,28 @@ _REQUIRED: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
-def _check_template(instance: InstructionWording, attribute: attrs.Attribute[str], value: str) -> None:
+def check_template(where: str, value: str, allowed: frozenset[str], required: frozenset[str]) -> None:
+    """Refuse a message template that is not a format string, uses a placeholder not ``allowed``, lacks a
+    ``required`` one, or is blank: every message the library hands a host is visible and says what it must.
+
+    :param where: the template's name in the messages, ``Class.field``.
+    :raises ValueError: naming ``where`` and what is wrong.
+    """
     try:
         fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
     except ValueError as error:
-        raise ValueError(f"InstructionWording.{attribute.name} is not a valid format string: {error}") from None
-    allowed = _FIELDS[attribute.name]
+        raise ValueError(f"{where} is not a valid format string: {error}") from None
     if unknown := fields - allowed:
-        raise ValueError(
-            f"InstructionWording.{attribute.name} uses unknown placeholders {sorted(unknown)}; "
-            f"it may use {sorted(allowed)}"
-        )
-    if missing := _REQUIRED[attribute.name] - fields:
-        raise ValueError(f"InstructionWording.{attribute.name} must contain the placeholders {sorted(missing)}")
+        raise ValueError(f"{where} uses unknown placeholders {sorted(unknown)}; it may use {sorted(allowed)}")
+    if missing := required - fields:
+        raise ValueError(f"{where} must contain the placeholders {sorted(missing)}")
     if not value.strip():
-        raise ValueError(f"InstructionWording.{attribute.name} is blank; every message must be visible")
+        raise ValueError(f"{where} is blank; every message must be visible")
+
+
+def _check_template(instance: InstructionWording, attribute: attrs.Attribute[str], value: str) -> None:
+    name = attribute.name
+    check_template(f"InstructionWording.{name}", value, _FIELDS[name], _REQUIRED[name])
 
 
 @attrs.frozen
@@ -133,13 +165,18 @@ class InstructionWording:
     """The text of the messages, as :meth:`str.format` templates; the default is English.
 
     Placeholders: ``{server}`` is the server's name as a JSON string literal,
-    quotes included (``"docs"``), with ``<`` and ``>`` escaped too
-    (``\\u003c``, ``\\u003e``), so that no name can break the framing;
-    ``{instructions}`` the server's text, verbatim, cut to
-    :data:`INSTRUCTIONS_LIMIT` characters; ``{truncation}`` the rendered
-    :attr:`truncated` mark, or nothing when the text was not cut; ``{length}``
-    and ``{limit}`` the text's length and the limit. Values are substituted,
-    never parsed as templates, so braces in a server's text are safe.
+    quotes included (``"docs"``), with every line break, control and invisible
+    character and ``<``, ``>`` escaped (``\\u2028``, ``\\u003c``), so that no
+    name can break a line or the framing; ``{instructions}`` the server's text
+    cut to :data:`INSTRUCTIONS_LIMIT` characters, newlines (``\\n`` and
+    ``\\r\\n``) and tabs kept, every other control or invisible character
+    written as a Python escape (``\\x1b``, ``\\u2028``, ``\\U000e0041``),
+    and every ``<`` that would open or close a tag this template uses around
+    ``{instructions}`` (any case, spaces allowed) written ``&lt;``;
+    ``{truncation}`` the rendered :attr:`truncated` mark, or nothing when the
+    text was not cut; ``{length}`` and ``{limit}`` the text's length and the
+    limit. Values are substituted, never parsed as templates, so braces in a
+    server's text are safe (R-INS-7).
 
     :param announce: a server's first announcement; needs ``{server}``,
         ``{instructions}`` and ``{truncation}``.
@@ -202,11 +239,62 @@ class InstructionMessage:
 
     @property
     def meta(self) -> dict[str, dict[str, object]]:
-        """``{MARKER_KEY: marker}``, a fresh JSON-ready dict: store it with the message."""
-        marker: dict[str, object] = {"v": _MARKER_VERSION, "kind": self.kind.value, "server": self.server}
-        if self.sha256 is not None:
-            marker["sha256"] = self.sha256
-        return {MARKER_KEY: marker}
+        """``{MARKER_KEY: marker}``, a fresh JSON-ready dict: store it with the message.
+
+        The marker is a ``dict`` of the library's own type (R-INS-6), so keep
+        the object itself while the history is in memory; JSON writes it as a
+        plain object, made a marker again by :func:`restore_instruction_meta`.
+        """
+        return library_meta(self.kind.value, self.server, self.sha256)
+
+
+def library_meta(kind: str, server: str, sha256: str | None) -> dict[str, dict[str, object]]:
+    """``{MARKER_KEY: marker}`` for a message of the library's own, its marker of the private type (R-INS-6).
+
+    :param kind: what the message says (an :class:`InstructionKind` value, or ``"failed"``).
+    :param server: the server's name.
+    :param sha256: what text (or failure) the message told, if it told one.
+    """
+    marker = _Marker(v=_MARKER_VERSION, kind=kind, server=server)
+    if sha256 is not None:
+        marker["sha256"] = sha256
+    return {MARKER_KEY: marker}
+
+
+@final
+class _Marker(dict[str, object]):
+    """A marker the library made, or a host restored from the meta of its own message (R-INS-6).
+
+    A server's result is decoded from JSON into plain dicts: it can spell a
+    marker's keys and values, never this type.
+    """
+
+    __slots__ = ()
+
+
+def restore_instruction_meta(meta: Mapping[str, object]) -> dict[str, object]:
+    """The ``meta`` a host stored with one of its own instruction messages, with its marker counting again (R-INS-6).
+
+    :func:`instruction_updates` counts only markers the library made:
+    :attr:`InstructionMessage.meta` holds one as a ``dict`` of a private
+    type, which storing the history as JSON turns into a plain object. When a
+    host reloads a stored history, it passes the ``meta`` of each message it
+    appended from :func:`instruction_updates` (and of each failure notice,
+    :attr:`FailureNotice.meta <wave_actors.FailureNotice.meta>`) through this
+    function, **and no other item's**: a tool result's ``_meta`` is what its
+    server chose, and a marker in it would let one server hide another's
+    instructions or failure. Without this step a reloaded history only
+    announces (and tells failures) again, never less.
+
+    :param meta: the stored ``meta`` mapping of one of the host's own instruction messages or failure notices.
+    :returns: a copy, with the value under :data:`MARKER_KEY` made a marker when
+        it is a mapping (its fields are checked when read, as any marker's).
+    """
+    restored = dict(meta)
+    marker = restored.get(MARKER_KEY)
+    if isinstance(marker, Mapping):
+        restored[MARKER_KEY] = _Marker(cast("Mapping[str, object]", marker))
+    return restored
 
 
 def server_available(status: ServerStatus) -> bool:
@@ -234,10 +322,13 @@ def instruction_updates(
 
     Reads the markers in ``history``: for each item, its ``meta`` (the value
     under the key ``"meta"`` of a mapping item, else the item's ``meta``
-    attribute); when that is a mapping, the value under :data:`MARKER_KEY`.
-    Nothing else of an item is read, and an item without a well-formed marker
-    is skipped. The last marker of each server says where it stands:
-    announced (with which text) or not.
+    attribute); when that is a mapping, the value under :data:`MARKER_KEY`,
+    if it is a marker the library made (R-INS-6: from
+    :attr:`InstructionMessage.meta` or :func:`restore_instruction_meta`; a
+    plain mapping, such as a server's ``_meta``, is not). Nothing else of an
+    item is read, and an item without a well-formed marker is skipped. The
+    last marker of each server says where it stands: announced (with which
+    text) or not.
 
     Returns, offline and withdrawn notices first, then announcements, each
     group sorted by server name (the same inputs give the same messages, byte
@@ -256,6 +347,7 @@ def instruction_updates(
     in the history, which is never rewritten (R-INS-4).
 
     :param history: the conversation so far, oldest first; never modified.
+        Tool results may be in it: markers they carry are ignored.
     :param snapshot: the session's servers now, e.g. ``session.snapshot()``.
     :param denied: the host's permission rules on model-visible tool names
         (``mcp__{server}__{tool}``): a predicate, or names and
@@ -281,7 +373,7 @@ def instruction_updates(
         if not _has_instructions(status) or _all_denied(status, is_denied):
             continue
         text = status.instructions or ""
-        digest = _digest(text)
+        digest = text_sha256(text)
         previous = announced.get(name)
         if previous == digest:
             continue
@@ -307,7 +399,8 @@ def _has_instructions(status: ServerStatus) -> bool:
     return status.instructions is not None and status.instructions.strip() != ""
 
 
-def _digest(text: str) -> str:
+def text_sha256(text: str) -> str:
+    """The hex SHA-256 of ``text`` in UTF-8, what a marker records of a text it told."""
     # surrogatepass: a JSON-decoded text may hold lone surrogates, which strict UTF-8 refuses.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -320,16 +413,24 @@ def _marker_of(item: object) -> Mapping[str, object] | None:
     if not isinstance(meta, Mapping):
         return None
     marker = cast("Mapping[object, object]", meta).get(MARKER_KEY)
-    return cast("Mapping[str, object]", marker) if isinstance(marker, Mapping) else None
+    return marker if isinstance(marker, _Marker) else None
+
+
+def library_markers(history: Iterable[object]) -> Iterator[Mapping[str, object]]:
+    """Every marker of the version this library writes that the library made in ``history``, oldest first (R-INS-6).
+
+    Only each item's ``meta`` is read; a marker a server could spell (a plain mapping) is skipped.
+    """
+    for item in history:
+        marker = _marker_of(item)
+        if marker is not None and marker.get("v") == _MARKER_VERSION:
+            yield marker
 
 
 def _announced(history: Iterable[object]) -> dict[str, str]:
     """Each server whose last marker is an announcement, with the digest of the text announced."""
     announced: dict[str, str] = {}
-    for item in history:
-        marker = _marker_of(item)
-        if marker is None or marker.get("v") != _MARKER_VERSION:
-            continue
+    for marker in library_markers(history):
         server, kind = marker.get("server"), marker.get("kind")
         if not isinstance(server, str):
             continue
@@ -342,21 +443,20 @@ def _announced(history: Iterable[object]) -> dict[str, str]:
     return announced
 
 
-def _quoted(name: str) -> str:
-    # A JSON string keeps quotes and newlines inside the name; escaping angle brackets too
-    # (still valid JSON) keeps a name from spelling the frame's closing tag.
-    return json.dumps(name, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def _notice(kind: InstructionKind, name: str, template: str) -> InstructionMessage:
-    return InstructionMessage(kind=kind, server=name, text=template.format(server=_quoted(name)))
+    return InstructionMessage(kind=kind, server=name, text=template.format(server=quoted(name)))
+
+
+def _framed(text: str, template: str) -> str:
+    """``text`` as it may stand inside ``template``'s frame: no control, no invisible character, no tag of the frame."""
+    return frame_safe("\r\n".join(visible(part, keep="\n\t") for part in text.split("\r\n")), template)
 
 
 def _announcement(name: str, text: str, digest: str, template: str, truncated_template: str) -> InstructionMessage:
     truncated = len(text) > INSTRUCTIONS_LIMIT
     shown = text[:INSTRUCTIONS_LIMIT] if truncated else text
     mark = truncated_template.format(length=len(text), limit=INSTRUCTIONS_LIMIT) if truncated else ""
-    rendered = template.format(server=_quoted(name), instructions=shown, truncation=mark)
+    rendered = template.format(server=quoted(name), instructions=_framed(shown, template), truncation=mark)
     return InstructionMessage(
         kind=InstructionKind.ANNOUNCE, server=name, text=rendered, sha256=digest, truncated=truncated
     )

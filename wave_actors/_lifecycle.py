@@ -122,10 +122,13 @@ class SessionLifecycle:
             await reconfigured.wait()
 
     def close(self) -> None:
-        """Enter ``CLOSED``: refuse new commands, release every waiter, cancel every dial and connection.
+        """Enter ``CLOSED``: refuse new commands, release every waiter, cancel the session's scope.
 
-        The session's nursery then waits for each transport's shielded
-        reclamation; :meth:`wait_closed` returns after it.
+        A session that owns its connections has every dial and connection in
+        that scope: its nursery then waits for each transport's shielded
+        reclamation, and :meth:`wait_closed` returns after it. A project-mode
+        session releases its references instead; its connections are the
+        project scope's (R-SCOPE-1).
         """
         if self._phase is _Phase.CLOSED:
             return

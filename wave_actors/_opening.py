@@ -100,18 +100,23 @@ async def open_session(
     Leaving the block closes every connection and returns only after every
     process the session started is gone (R-KILL-4).
 
-    :param workdir: the project directory (its ``.mcp.json`` is a config source).
-    :param home: the user directory holding ``mcp.json`` (default ``~/.wave``).
+    :param workdir: the project directory (its ``.mcp.json`` is a config
+        source), resolved once, now, and kept (``Session.workdir``, R-CFG-13).
+    :param home: the user directory holding ``mcp.json`` and the approvals
+        record (default ``~/.wave``).
     :param mcp_servers: constructor entries, the highest-precedence source (R-CFG-1).
-    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source.
-    :param trust: ``"approved"`` loads project entries only if approved (R-CFG-10).
+    :param plugins: ``(plugin_name, entries)`` pairs, the lowest-precedence source; ``entries``
+        is ``{name: entry}`` or, as a plugin's file holds it, ``{"mcpServers": {name: entry}}``.
+    :param trust: ``"approved"`` loads a project entry only when the approvals
+        record in ``home`` approves it at its current fingerprint (R-CFG-10).
     :param options: dial, reconnect and reclamation settings.
     :param client_info: the ``(name, version)`` servers are told in
         ``initialize``; default ``("wave-actors", <its version>)``, or
         ``options.transport.client_info`` when set.
+    :raises ConfigError: ``workdir`` does not exist or is not a directory.
     :raises TypeError: ``client_info`` is not a pair of non-empty strings.
     """
-    parameters = session_parameters(
+    parameters = await session_parameters(
         workdir=workdir,
         home=home,
         mcp_servers=mcp_servers,

@@ -33,8 +33,8 @@ class SessionOptions:
         input schemas (R-TOOL-2).
     :param transition_observer: called synchronously with a :class:`~wave_actors.Transition`
         for every message any server's state machine handles, in order; for
-        tests and audits. It must not block or raise (an exception propagates
-        into the server's task).
+        tests and audits. It must not block; an exception it raises is logged
+        and ignored.
     """
 
     dial_timeout: float = 30.0

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from typing import Generic, TypeVar
 
 import attrs
 
 from wave_actors._config import Diagnostic, ServerConfig
 
 __all__ = ["ReconfigurePlan", "ReconfigureResult", "plan_reconfigure"]
+
+Key = TypeVar("Key", bound=Hashable)
+"""What a plan names its servers by: a server name in a session, a shared connection in a project."""
 
 
 @attrs.frozen
@@ -28,29 +32,29 @@ class ReconfigureResult:
 
 
 @attrs.frozen
-class ReconfigurePlan:
+class ReconfigurePlan(Generic[Key]):
     """How to get from the running servers to a newly loaded configuration.
 
-    :param added: names only in the new configuration: register them.
-    :param removed: names no longer configured: retire them.
+    :param added: keys only in the new configuration: register them.
+    :param removed: keys no longer configured: retire them.
     :param changed: a new connection (fingerprint) or ``enabled`` flipped: reload in place.
     :param kept: the same connection: take the new entry's settings (timeouts, overrides).
     """
 
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-    changed: tuple[str, ...]
-    kept: tuple[str, ...]
+    added: tuple[Key, ...]
+    removed: tuple[Key, ...]
+    changed: tuple[Key, ...]
+    kept: tuple[Key, ...]
 
 
-def plan_reconfigure(running: Mapping[str, ServerConfig], loaded: Mapping[str, ServerConfig]) -> ReconfigurePlan:
-    """Compare the running servers' entries with a new configuration, name by name.
+def plan_reconfigure(running: Mapping[Key, ServerConfig], loaded: Mapping[Key, ServerConfig]) -> ReconfigurePlan[Key]:
+    """Compare the running servers' entries with a new configuration, key by key.
 
     :param running: each running server's current entry.
     :param loaded: the new configuration's entries.
     """
 
-    def changed(name: str) -> bool:
+    def changed(name: Key) -> bool:
         old, new = running[name], loaded[name]
         return old.fingerprint != new.fingerprint or old.enabled != new.enabled
 

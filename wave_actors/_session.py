@@ -22,7 +22,7 @@ Who owns it. :func:`~wave_actors._opening.open_owned_session` opens the nursery,
 and yields it with its :class:`SessionLifecycle`, the owner's only handle on
 the phase. :class:`~wave_actors.Host` is one owner (it implements
 :class:`SessionOwner`, so ``session.aclose()`` is its ``destroy_session``);
-:func:`open_session` is the other, for hosts with a single session.
+:func:`~wave_actors.open_session` is the other, for hosts with a single session.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from wave_actors._errors import (
     UnknownTool,
     WaveActorsError,
 )
+from wave_actors._failure_notices import DEFAULT_FAILURE_WORDING, FailureNotice, FailureWording, failure_notices
 from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._parameters import ServerEntries, SessionSources
@@ -75,7 +76,7 @@ class Session(metaclass=NoPublicConstructor):
     """The MCP servers of one conversation (R-HOST-1).
 
     Create one with :meth:`Host.create_session <wave_actors.Host.create_session>`
-    or :func:`open_session`; ``Session(...)`` raises :class:`TypeError`.
+    or :func:`~wave_actors.open_session`; ``Session(...)`` raises :class:`TypeError`.
     """
 
     def __init__(
@@ -100,7 +101,7 @@ class Session(metaclass=NoPublicConstructor):
 
     @property
     def workdir(self) -> Path:
-        """The project directory whose configuration this session uses."""
+        """The project directory whose configuration this session uses: resolved once, when it was created."""
         return self._sources.parameters.workdir
 
     @property
@@ -226,7 +227,7 @@ class Session(metaclass=NoPublicConstructor):
         In a project-mode session the dials are the project's, and the turn
         waits at most the ready budget (:attr:`ProjectOptions.ready_budget
         <wave_actors.ProjectOptions.ready_budget>`, default 5 s) for them and
-        for any other connection of the project that is still connecting; a
+        for this session's other connections that are still connecting; a
         timeout fails nothing: the server shows ``connecting``, and its tools
         come with a later turn (R-SCOPE-4).
         """
@@ -276,6 +277,10 @@ class Session(metaclass=NoPublicConstructor):
         :meth:`connect`. While it dials, the last tool list stays listed and
         calls fail fast with :class:`ServerUnavailable`; the new connection's
         listing replaces it.
+
+        In a project-mode session the connection is the project's: every
+        live session of the project moves to the new generation together,
+        served by one new process (R-SCOPE-6).
 
         :raises UnknownServer: no such server.
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
@@ -385,12 +390,29 @@ class Session(metaclass=NoPublicConstructor):
         markers in ``history`` are the only memory of what was announced
         (R-INS-3); the system prompt is never involved (R-INS-5).
 
-        :param history: the conversation so far, oldest first; only each item's ``meta`` is read.
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
+            and in it only a marker the library made (R-INS-6): a tool result's ``_meta`` never counts.
         :param denied: the host's permission rules on model-visible tool names,
             a predicate or :mod:`fnmatch` patterns (R-INS-4).
         :param wording: the message templates.
         """
         return instruction_updates(history, self.snapshot(), denied=denied, wording=wording)
+
+    def failure_notices(
+        self, history: Iterable[object], *, wording: FailureWording = DEFAULT_FAILURE_WORDING
+    ) -> list[FailureNotice]:
+        """The notices of failed servers to append before the next model call, for the current snapshot (R-WS-8).
+
+        :func:`wave_actors.failure_notices` over :meth:`snapshot`: each server in
+        ``error`` is told once per failure, in both load modes, beside its
+        ``unavailable`` line in the working set; the markers in ``history`` are
+        the only memory of what was told, as for :meth:`instruction_updates`.
+
+        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
+            and in it only a marker the library made (R-INS-6).
+        :param wording: the notice's template.
+        """
+        return failure_notices(history, self.snapshot(), wording=wording)
 
     def resolve_tool(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a model-visible name maps to (R-TOOL-1).
@@ -410,6 +432,8 @@ class Session(metaclass=NoPublicConstructor):
         arguments: Mapping[str, Any] | None = None,
         *,
         on_progress: Callable[[float, float | None, str | None], None] | None = None,
+        mode: LoadMode | None = None,
+        expected_fingerprint: str | None = None,
     ) -> mcp_types.CallToolResult:
         """Call a tool by its model-visible name (R-TOOL-4..6), or one of the gateway tools (R-WS-4).
 
@@ -418,7 +442,9 @@ class Session(metaclass=NoPublicConstructor):
         JSON object) is answered with an ``isError`` result for the model and
         nothing is sent; ``mcp_describe`` answers from the snapshot with no
         I/O; a resolved ``mcp_call`` is this same call by the tool's name, so
-        its failures are the exceptions below.
+        its failures are the exceptions below. The gateway exists only in
+        working-set mode: given ``mode=LoadMode.FULL``, both are answered with
+        an ``isError`` result saying so, and nothing is sent (R-WS-7).
 
         Runs concurrently with other calls and commands. Tool errors
         (``isError``) are returned as results.
@@ -433,6 +459,20 @@ class Session(metaclass=NoPublicConstructor):
             channel's ``send_nowait``. Without it no progress token is sent.
             Progress never extends the call's deadline (R-TOOL-4). A callback
             that raises is logged and the call goes on.
+        :param mode: the load mode of the turn the model is in, as given to
+            :meth:`tool_declarations`; ``None`` (the default) when the caller
+            does not say, and the gateway tools run whatever the mode.
+        :param expected_fingerprint: the :attr:`ServerStatus.fingerprint
+            <wave_actors.ServerStatus.fingerprint>` of the tool's server that the
+            host looked at (when it showed or approved the call): the call is sent
+            only on a connection dialed with that entry, while it is still the
+            server's entry (R-TOOL-11). A reload or reconfigure in flight can
+            never slip between the check and the send: both take the one
+            connection the call goes on. ``None`` checks nothing. For
+            ``mcp_call`` it is checked against the server the arguments name;
+            ``mcp_describe`` sends nothing and ignores it.
+        :raises EntryChanged: given ``expected_fingerprint``, the server's entry
+            is another now (changed by a reload or reconfigure). Nothing was sent.
         :raises UnknownTool: no live listing of the session's servers has a
             tool of that name: never listed (a tool only the snapshot cache
             shows is never callable, R-CACHE-2), withdrawn by its server since
@@ -440,29 +480,38 @@ class Session(metaclass=NoPublicConstructor):
             configuration. Nothing was sent.
         :raises ServerUnavailable: the newest listing of the tool's server has
             it, but the server is not connected (disconnected, reconnecting,
-            in error, disabled since), or the connection was lost mid-call.
+            in error, disabled since), or the connection was lost mid-call;
+            or, given ``expected_fingerprint``, a reload to that entry has not
+            connected yet (nothing was sent).
         :raises ToolTimeout: past the server's ``tool_timeout_ms``; the call is not replayed.
         :raises ToolCallError: the server refused the request, or its answer was malformed.
         :raises TypeError: ``name`` is not a string, or ``arguments`` is not a
             mapping or holds a value JSON cannot carry (a lone surrogate, bytes,
-            a non-string key, NaN, a circular or too deep nesting); nothing was
-            sent and the connection is untouched (R-TOOL-9).
+            a non-string key, NaN, a circular or too deep nesting), or
+            ``expected_fingerprint`` is not a string; nothing was sent and the
+            connection is untouched (R-TOOL-9).
+        :raises ValueError: ``mode`` is not a load mode.
         """
         if on_progress is not None and not callable(on_progress):
             raise TypeError(f"on_progress must be a callable, not {type(on_progress).__name__}")
+        if expected_fingerprint is not None and not isinstance(expected_fingerprint, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"expected_fingerprint must be a string, not {type(expected_fingerprint).__name__}")
+        turn_mode = None if mode is None else LoadMode(mode)
         if name in (MCP_CALL, MCP_DESCRIBE):  # compared, not hashed: a name of any type is the check below's
             return await call_gateway(
                 name,
                 arguments,
                 self.snapshot(),
-                functools.partial(self.call_tool, on_progress=on_progress),
+                functools.partial(self.call_tool, on_progress=on_progress, expected_fingerprint=expected_fingerprint),
                 self._sources.parameters.options.dropped_schema_keywords,
+                mode=turn_mode,
             )
         if self.closed:
             raise ServerUnavailable(f"session {self.id} is closed; no calls")
         plain = tool_call_arguments(name, arguments)  # in the caller's task, before anything is queued (R-TOOL-9)
         server, tool = self._resolve_call(name)
-        return await self._actor(server).call_tool(tool, plain, on_progress=on_progress)
+        actor = self._actor(server)
+        return await actor.call_tool(tool, plain, on_progress=on_progress, expected_fingerprint=expected_fingerprint)
 
     def _resolve_call(self, name: str) -> tuple[str, str]:
         """The ``(server, raw tool)`` a call goes to: a listed tool, or one its server's newest listing has.
@@ -499,10 +548,12 @@ class Session(metaclass=NoPublicConstructor):
         fingerprint, or ``enabled`` flipped) reload in place under the same
         name; new ones are registered ``disconnected``.
 
-        In a project-mode session this reconciles the whole project
-        (:meth:`Host.reconcile <wave_actors.Host.reconcile>`), this session's
-        new sources included: the connections are shared, so every session of
-        the project follows the new configuration (R-SCOPE-3).
+        In a project-mode session this reconciles the project's shared
+        connections, this session's new sources included: every project-mode
+        session of the workdir loads its configuration again and is given the
+        connection of the entry it loaded (R-SCOPE-1, R-SCOPE-3). The
+        workdir's session-mode sessions are not touched; :meth:`Host.reconcile
+        <wave_actors.Host.reconcile>` reaches both.
 
         :param mcp_servers: new constructor entries; ``None`` keeps the current ones.
         :param plugins: new ``(plugin_name, entries)`` sources; ``None`` keeps the
@@ -527,7 +578,7 @@ class Session(metaclass=NoPublicConstructor):
         are the project's, and stay for its other sessions until their idle
         timer fires (R-SCOPE-2).
 
-        For a session of :func:`open_session` it closes the session and
+        For a session of :func:`~wave_actors.open_session` it closes the session and
         cancels the ``async with`` block, and returns at once: the block runs
         inside the session, so the reclamation completes as the block is
         left, and leaving it returns only after every process is gone.

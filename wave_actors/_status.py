@@ -211,6 +211,9 @@ class ServerStatus:
     :param type: its transport type as configured.
     :param state: where its connection stands.
     :param error: the last failure, with the exit code for a dead process.
+        Its first line says what failed; lines after it, if any, are detail
+        for people and logs (the tail of a stdio server's stderr), which
+        :attr:`error_headline` leaves out.
     :param tools: the live tool list, kept while reconnecting (R-RACE-4), or
         the cached snapshot when ``tools_cached`` is true (R-CACHE-2).
     :param tools_cached: the tools come from the snapshot cache, not a live
@@ -224,7 +227,8 @@ class ServerStatus:
     :param description: what the server is for: its entry's ``description``,
         else what the server said of itself at its last connect (``serverInfo``'s
         description, else its title); the working set shows it as the server's
-        purpose (R-WS-3).
+        purpose (R-WS-3), framed as the server's own words when
+        :attr:`described_by_server` says they are.
     :param enabled: ``False`` for entries that are never dialed (R-CFG-6).
     :param manually_disconnected: a manual disconnect holds until an explicit connect (R-DIAL-6).
     :param connection: how it is reached, without secrets; ``None`` only in
@@ -235,8 +239,12 @@ class ServerStatus:
         schema that is not an object schema, say), naming the tool and why
         (R-TOOL-9). Kept and cleared with the live ``tools``.
     :param shared: for a session created with ``ownership="project"``, how the
-        project's one connection to this server is shared (R-SCOPE-1);
-        ``None`` for a server the session owns alone.
+        project connection this status shows (the one made for the entry the
+        session loaded) is shared (R-SCOPE-1); ``None`` for a server the
+        session owns alone.
+    :param described_by_server: :attr:`description` is what the server said of
+        itself, not its entry's: text the server chose, external content to a
+        model, never the host's or the user's words (R-WS-3).
     """
 
     name: str
@@ -257,11 +265,21 @@ class ServerStatus:
     fingerprint: str = ""
     warnings: tuple[str, ...] = ()
     shared: SharedUse | None = None
+    described_by_server: bool = False
 
     @property
     def tool_count(self) -> int:
         """How many tools are listed."""
         return len(self.tools)
+
+    @property
+    def error_headline(self) -> str | None:
+        """The first line of :attr:`error`, what failed, without the detail after it; ``None`` without an error.
+
+        A model is told this, never the whole error: a server's stderr holds
+        local paths, notices and whatever the server chose to print (R-WS-5).
+        """
+        return None if self.error is None else self.error.split("\n", 1)[0]
 
 
 _LIVE = frozenset({ServerState.CONNECTED, ServerState.RECONNECTING})

@@ -366,6 +366,14 @@ def test_give_up_turns_error_with_last_reason() -> None:
     assert "gave up" in state.error
 
 
+def test_give_up_is_said_on_the_first_line_of_the_error_above_the_stderr_tail() -> None:
+    # R-RACE-4, R-WS-5: the first line is what a model may be told; the stderr tail under it is for people.
+    executor = lost()
+    executor.post(DialFailed(2, "connection refused"), restarting(2, 1.0))
+    state = executor.post(GaveUp(3, "connect failed: exit 1\n  stderr:\n    /home/ann/.npm/_logs/x.log"))
+    assert state.error == "connect failed: exit 1 (gave up reconnecting)\n  stderr:\n    /home/ann/.npm/_logs/x.log"
+
+
 def test_give_up_right_after_a_loss_turns_error() -> None:
     # R-RACE-4: a budget of zero restarts gives up on the generation that was lost.
     executor = connected()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
-"""``run_cli(*args, timeout=45.0, with_home=True, env=None)``: run ``python -m wave_actors ARGS``."""
+"""``run_cli(*args, timeout=45.0, with_home=True, env=None, answer="")``: run ``python -m wave_actors ARGS``."""
 
 
 def write_servers(path: Path, servers: Mapping[str, object]) -> None:

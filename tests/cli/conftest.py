@@ -35,15 +35,27 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_cli(workdir: Path, home: Path) -> RunCli:
-    """Run the CLI in ``workdir``, with ``--home home`` appended unless ``with_home=False``, ``env`` overlaid."""
+    """Run the CLI in ``workdir``, with ``--home home`` appended unless ``with_home=False``, ``env`` overlaid,
+    ``answer`` on its stdin (default: an empty stdin)."""
 
     def run(
-        *args: str, timeout: float = 45.0, with_home: bool = True, env: Mapping[str, str] | None = None
+        *args: str,
+        timeout: float = 45.0,
+        with_home: bool = True,
+        env: Mapping[str, str] | None = None,
+        answer: str = "",
     ) -> subprocess.CompletedProcess[str]:
         argv = cli_command(*args) + (["--home", str(home)] if with_home else [])
         environment = {**os.environ, **env} if env is not None else None
         return subprocess.run(
-            argv, cwd=workdir, env=environment, capture_output=True, text=True, timeout=timeout, check=False
+            argv,
+            cwd=workdir,
+            env=environment,
+            input=answer,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
 
     return run

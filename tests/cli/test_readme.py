@@ -108,8 +108,16 @@ def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_pat
         "tool_declarations(mode)",
         "working_set().render()",
         "approval_decision",
+        "mode=mode",
     )
     assert "full, declares 6 tools" in expected and "working_set, declares 2 tools" in expected
+    assert "error: mcp_call belongs to the MCP working-set mode" in expected  # R-WS-7
+
+
+def test_readme_failure_notice_example_tells_each_failure_once(tmp_path: Path) -> None:
+    # R-WS-8: told on the failed lazy dial, not repeated, told again after a retry that failed.
+    expected = assert_section_prints_what_it_shows(tmp_path, "Telling the model a server failed", "failure_notices")
+    assert expected.startswith("turn 1: broken\nturn 2: nothing new\nturn 3: broken\n")
 
 
 def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
@@ -127,3 +135,11 @@ def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path
         "reconcile",
         "project_servers",
     )
+
+
+def test_readme_trust_example_approves_trusts_and_catches_a_changed_entry(tmp_path: Path) -> None:
+    # R-CFG-10: the example runs and prints exactly what the README shows.
+    expected = assert_section_prints_what_it_shows(
+        tmp_path, "Trusting a project", 'trust="approved"', "TrustStore", "store.approve", "store.trust", "reconcile"
+    )
+    assert "search: args changed since approval" in expected

@@ -58,6 +58,9 @@ def test_public_surface() -> None:
         "DEFAULT_TOOL_TIMEOUT_MS",
         "MAX_TOOL_TIMEOUT_MS",
         "MAX_FILE_BYTES",
-        "approve_servers",
+        "TrustStore",
+        "ApprovalState",
+        "ProjectTrust",
+        "ServerTrust",
         "redact_url",
     } <= set(dir(config))

@@ -230,6 +230,36 @@ def test_invalid_constructor_and_plugin_entries_are_diagnostics_not_exceptions(l
     }
 
 
+@pytest.mark.parametrize("key", ["mcpServers", "mcp_servers"])
+def test_a_plugin_may_pass_its_file_as_it_is_with_the_servers_wrapped(layout: Layout, key: str) -> None:
+    # R-CFG-2: a plugin's .mcp.json (or manifest) wraps its servers; the document is read as a file is.
+    document = {key: {"d": {"command": "x"}, "e": {"url": "http://e"}}, "name": "plug", "version": "1.0"}
+    loaded = layout.load(plugins=[("plug", document), ("bare", {"f": {"command": "y"}})])
+
+    assert {name: (server.source, server.origin) for name, server in loaded.servers.items()} == {
+        "d": (Source.PLUGIN, "plug"),
+        "e": (Source.PLUGIN, "plug"),
+        "f": (Source.PLUGIN, "bare"),
+    }
+    assert loaded.diagnostics == ()
+
+
+def test_a_plugin_document_with_both_keys_or_no_servers_object_is_told_like_a_file(layout: Layout) -> None:
+    # R-CFG-2, R-CFG-4: the same rules and words as a file, naming the plugin; never a server "mcpServers".
+    loaded = layout.load(
+        plugins=[
+            ("both", {"mcpServers": {"d": {"command": "x"}}, "mcp_servers": {"e": {"command": "x"}}}),
+            ("wrong", {"mcpServers": ["d"]}),
+        ]
+    )
+
+    assert list(loaded.servers) == ["d"]
+    [warning, error] = loaded.diagnostics
+    assert (warning.severity, warning.origin, warning.field) == (Severity.WARNING, "both", "mcp_servers")
+    assert (error.severity, error.origin, error.field) == (Severity.ERROR, "wrong", "mcpServers")
+    assert "the plugin was skipped" in error.message
+
+
 def test_servers_are_listed_in_precedence_then_file_order(layout: Layout) -> None:
     # R-CFG-1: a stable order for listings.
     write(layout.project_file, {"mcpServers": {"p2": {"command": "x"}, "p1": {"command": "x"}}})

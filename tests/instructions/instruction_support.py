@@ -2,13 +2,17 @@
 
 ``Conversation`` is what a host does each turn: ask for the updates, append
 each as a message whose ``meta`` holds the marker, the way a host would store
-it (a JSON-ready mapping). Everything here is pure: no session, no process.
+it (a JSON-ready mapping). ``reloaded`` is a host's restart: the history
+through JSON, the meta of its own instruction messages restored.
+Everything here is pure: no session, no process.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import cast
 
 from wave_actors import (
     InstructionKind,
@@ -19,6 +23,7 @@ from wave_actors import (
     Source,
     ToolInfo,
     instruction_updates,
+    restore_instruction_meta,
 )
 
 _versions = itertools.count(1)
@@ -68,3 +73,18 @@ class Conversation:
 
 def kinds(updates: Iterable[InstructionMessage]) -> list[tuple[InstructionKind, str]]:
     return [(message.kind, message.server) for message in updates]
+
+
+def reloaded(history: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """``history`` stored as JSON and read back by a host that restores the meta of its own instruction messages.
+
+    Here the host's instruction messages are the items with a ``"meta"``; a
+    host that also stores tool results' ``_meta`` must tell them apart (R-INS-6).
+    """
+    items = cast("list[dict[str, object]]", json.loads(json.dumps(history)))
+    return [
+        {**item, "meta": restore_instruction_meta(cast("Mapping[str, object]", item["meta"]))}
+        if "meta" in item
+        else item
+        for item in items
+    ]

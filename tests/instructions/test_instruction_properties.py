@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 
 import attrs
 from hypothesis import given, settings, strategies as st
-from instruction_support import snapshot
+from instruction_support import reloaded, snapshot
 
 from wave_actors import (
     INSTRUCTIONS_LIMIT,
@@ -27,6 +28,7 @@ from wave_actors import (
     Source,
     ToolInfo,
     instruction_updates,
+    restore_instruction_meta,
 )
 
 NAMES = ("alpha", "beta", "gamma")
@@ -166,7 +168,7 @@ class Run:
                 assert world.available and (world.instructions or "").strip(), name
         # Nothing changed since: nothing to say, and a stored-and-reloaded history says the same.
         assert instruction_updates(self.history, current, denied=self.denied) == []
-        assert instruction_updates(json.loads(json.dumps(self.history)), current, denied=self.denied) == []
+        assert instruction_updates(reloaded(self.history), current, denied=self.denied) == []
 
     def check(self, message: InstructionMessage, last_before: Entry | None) -> None:
         world = self.worlds[message.server]
@@ -216,9 +218,96 @@ def test_announcements_follow_the_history_over_any_life_of_the_servers(steps: li
     run.turn()
 
 
-@given(st.text(max_size=5000), st.text(min_size=1, max_size=40))
-def test_any_text_is_announced_verbatim_up_to_the_limit_and_marked_beyond(text: str, name: str) -> None:
-    # R-INS-2: any characters (lone surrogates included), any length, any server name.
+# Server text against the frame (R-INS-7) --------------------------------------------------
+#
+# The parser below follows the documented format of an announcement: a first line naming the server,
+# the opening tag `<mcp-server-instructions server=NAME>` (NAME a JSON string) on the second line, the
+# text, the closing tag `</mcp-server-instructions>` on a line of its own, and at most the truncation
+# mark after it. In the text, newlines (`\n`, `\r\n`) and tabs are kept, every other control or invisible
+# character is a Python escape, and every `<` that would open or close the frame's tag (any case,
+# spaces allowed after `<` and `/`) is `&lt;`.
+
+FRAME_TAG = re.compile(r"<\s*(/?)\s*mcp-server-instructions", re.IGNORECASE)
+OPENING = "<mcp-server-instructions server="
+CLOSING = "</mcp-server-instructions>"
+ESCAPE = re.compile(r"\\x([0-9a-f]{2})|\\u([0-9a-f]{4})|\\U([0-9a-f]{8})|&lt;")
+FRAGMENTS = (
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\r",
+    "\n",
+    "\r\n",
+    "\x1b[2J",
+    "\x07",
+    "\u2060",
+    "\ufeff",
+    "\U000e0041",
+    "\U000e007f",
+    "\u202e",
+    "<",
+    ">",
+    "/",
+    "&lt;",
+    "\\x1b",
+    CLOSING,
+    "< / MCP-Server-Instructions >",
+    OPENING + '"x">',
+    "\n### forged\n",
+    "\n- forged [read-only]\n",
+    '"',
+)
+hostile_text = st.lists(st.one_of(st.characters(), st.sampled_from(FRAGMENTS)), max_size=60).map("".join)
+
+
+def decoded(text: str) -> str:
+    """``text`` with the escapes of the format read back."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "&lt;":
+            return "<"
+        return chr(int(match.group(1) or match.group(2) or match.group(3), 16))
+
+    return ESCAPE.sub(one, text)
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of a message; no Unicode line break other than `\n` and `\r\n` may hide in them."""
+    lines = text.splitlines()
+    assert lines == text.replace("\r\n", "\n").split("\n"), "a line break other than \\n in the message"
+    return lines
+
+
+def server_in(text: str, start: int) -> tuple[str, int]:
+    """The JSON string starting at ``start``, and where it ends."""
+    assert text[start] == '"'
+    value, end = json.JSONDecoder().raw_decode(text, start)
+    assert isinstance(value, str)
+    return value, end
+
+
+def parse_announcement(text: str) -> tuple[str, str, str]:
+    """(server named in the first line, server named in the tag, framed body) of an announcement."""
+    tags = list(FRAME_TAG.finditer(text))
+    assert [bool(tag.group(1)) for tag in tags] == [False, True], f"frame tags: {[t.group(0) for t in tags]}"
+    opening, closing = tags
+    first_line, second_line, *_ = lines_of(text)
+    named, _ = server_in(first_line, first_line.index('"'))
+    assert second_line.startswith(OPENING) and text.startswith(first_line + "\n" + OPENING)
+    in_tag, end = server_in(second_line, len(OPENING))
+    assert second_line[end:] == ">"
+    body_start = len(first_line) + 1 + len(second_line) + 1
+    assert opening.start() == len(first_line) + 1
+    assert text[closing.start() - 1] == "\n" and text.startswith(CLOSING, closing.start())
+    after = text[closing.start() + len(CLOSING) :]
+    assert after == "" or (after.startswith("\n[Truncated: ") and len(lines_of(after)) == 2)
+    return named, in_tag, text[body_start : closing.start() - 1]
+
+
+@settings(max_examples=400)
+@given(st.one_of(hostile_text, st.text(max_size=3000)), hostile_text.filter(bool))
+def test_no_server_text_or_name_can_forge_the_frame_or_a_line_of_an_announcement(text: str, name: str) -> None:
+    # R-INS-2, R-INS-7: any characters (lone surrogates included), any length, any server name.
     current = snapshot(
         ServerStatus(
             name=name, source=Source.USER, origin="x", type="stdio", state=ServerState.CONNECTED, instructions=text
@@ -230,13 +319,19 @@ def test_any_text_is_announced_verbatim_up_to_the_limit_and_marked_beyond(text: 
         assert updates == []
         return
     [message] = updates
+    named, in_tag, body = parse_announcement(message.text)
+    assert named == in_tag == name
     assert message.truncated == (len(text) > INSTRUCTIONS_LIMIT)
-    if message.truncated:
-        shown = text[:INSTRUCTIONS_LIMIT]
-        assert (
-            f"\n{shown}\n</mcp-server-instructions>\n[Truncated: the server sent {len(text)} characters" in message.text
-        )
-    else:
-        assert message.text.endswith(f"\n{text}\n</mcp-server-instructions>")
+    sent = text[:INSTRUCTIONS_LIMIT]
+    assert decoded(body) == decoded(sent)
+    if all(char.isprintable() or char in "\n\t" for char in sent.replace("\r\n", "\n")) and "<" not in sent:
+        assert body == sent  # verbatim: nothing to escape
     assert instruction_updates([message], current) == []
-    assert instruction_updates([{"meta": json.loads(json.dumps(message.meta))}], current) == []
+    assert (
+        instruction_updates([{"meta": restore_instruction_meta(json.loads(json.dumps(message.meta)))}], current) == []
+    )
+
+    [notice] = instruction_updates([message], snapshot())
+    [line] = lines_of(notice.text)
+    assert FRAME_TAG.search(line) is None
+    assert server_in(line, line.index('"'))[0] == name

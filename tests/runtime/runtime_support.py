@@ -1,4 +1,4 @@
-"""Helpers for runtime tests: fast options, fault servers by process, a crash loop on demand."""
+"""Helpers for runtime tests: fault servers by process, a crash loop on demand."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Project-scoped shared connections: one server process per (workdir, server), many sessions (R-SCOPE-1..5).
+"""Project-scoped shared connections: one server process per (workdir, loaded entry), many sessions (R-SCOPE-1..5).
 
-The acceptance list of the project-lifecycle design document, one test each:
+The acceptance list of project scopes, one test each:
 sessions share one process and ending one keeps it; ending all starts the
 idle timer, and ``0`` never closes; a configuration edit reloads in place
 under the same tool names; a removal withdraws the tools from every session;
@@ -65,7 +65,8 @@ def pids(marker: str) -> set[int]:
 
 
 async def test_two_sessions_share_one_process_and_ending_one_keeps_it(tmp_path: Path, options: SessionOptions) -> None:
-    # R-SCOPE-1: one connection per (workdir, server); a destroyed session never closes another's connection.
+    # R-SCOPE-1: one connection per loaded entry (both sessions load the same); a destroyed session never
+    # closes another's connection.
     entry = fault_server_entry(instructions="shared-one")
     async with project_host(tmp_path, options) as host:
         first = await host.create_session(tmp_path, {"one": entry}, ownership="project")
@@ -393,6 +394,38 @@ async def test_a_crash_moves_every_attached_session_to_reconnecting_together(
         assert len(pids("crash-shared")) == 1
 
 
+async def test_reconnect_from_one_session_moves_every_session_to_the_new_generation_of_one_process(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-6; source 002 "面板「重连」": tear the old connection down, build the new one, every live session follows.
+    log = tmp_path / "calls.jsonl"
+    entry = fault_server_entry(instructions="reconnect-shared", call_log=log)
+    async with project_host(tmp_path, options) as host:
+        first = await host.create_session(tmp_path, {"r": entry}, ownership="project")
+        second = await host.create_session(tmp_path, {"r": entry}, ownership="project")
+        await first.prepare_turn()
+        await second.prepare_turn()
+        [old_pid] = pids("reconnect-shared")
+        old_generation = first.server("r").generation
+        assert second.server("r").generation == old_generation
+
+        status = await second.reconnect("r")
+
+        assert status.state is ServerState.CONNECTED and status.generation > old_generation
+        for session in (first, second):
+            seen = session.server("r")
+            assert (seen.state, seen.generation, seen.shared) == (
+                ServerState.CONNECTED,
+                status.generation,
+                SharedUse(2),
+            )
+        [new_pid] = pids("reconnect-shared")
+        assert new_pid != old_pid  # one process: the old one is gone, the new one serves every session
+        await first.call_tool("mcp__r__echo", {"text": "from the first"})
+        await second.call_tool("mcp__r__echo", {"text": "from the second"})
+    assert [json.loads(line)["pid"] for line in log.read_text().splitlines()] == [new_pid, new_pid]
+
+
 async def test_a_destroy_racing_a_reconcile_leaves_no_process(tmp_path: Path, options: SessionOptions) -> None:
     # R-SCOPE-3, R-RACE-2: whichever finishes first, nothing is left once the host closes (the autouse check).
     for round_ in range(6):
@@ -500,3 +533,70 @@ async def test_concurrent_first_sessions_of_a_project_share_one_scope(tmp_path: 
         await sessions[0].prepare_turn()
         assert {session.server("s").shared for session in sessions} == {SharedUse(12)}
         assert len(pids("first-rush")) == 1
+
+
+async def test_a_server_whose_idle_timer_runs_when_a_reconcile_starts_is_kept_for_the_session_that_loads_it(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-2, R-SCOPE-3: a reconcile that keeps (or re-adds) an unused server for a session that now loads it
+    # never fails on the name, whenever its idle timer fires while a changed server re-dials.
+    idle = fault_server_entry(instructions="idle-during-reconcile")
+    async with project_host(tmp_path, options, ProjectOptions(idle_timeout=0.2)) as host:
+        user = await host.create_session(tmp_path, {"idle": idle}, ownership="project")
+        await host.destroy_session(user.id)  # "idle" is unused: its timer runs
+        session = await host.create_session(tmp_path, {"slow": fault_server_entry()}, ownership="project")
+        await session.prepare_turn()
+        # The reload of "slow" takes a second (its new process answers initialize late); the timer fires meanwhile.
+        result = await session.reconfigure({"slow": fault_server_entry(init_delay=1.0), "idle": idle})
+        assert result.changed == ("slow",) and result.added == ("idle",)
+        assert session.server("slow").state is ServerState.CONNECTED
+        assert session.server("idle").state is ServerState.DISCONNECTED
+        assert session.server("idle").shared == SharedUse(sessions=1, idle_deadline=None)
+        await session.prepare_turn()
+        assert session.server("idle").state is ServerState.CONNECTED
+
+
+async def test_sessions_given_different_entries_for_one_name_get_a_connection_each(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-1, R-CFG-10: a connection is shared by the sessions that loaded the same entry, never replaced.
+    mine, theirs = fault_server_entry(instructions="token-a"), fault_server_entry(instructions="token-b")
+    async with project_host(tmp_path, options) as host:
+        first = await host.create_session(tmp_path, {"x": mine}, ownership="project")
+        await first.prepare_turn()
+        second = await host.create_session(tmp_path, {"x": theirs}, ownership="project")
+        third = await host.create_session(tmp_path, {"x": mine}, ownership="project")
+        for session in (second, third):
+            await session.prepare_turn()
+        assert len(pids("token-a")) == 1 and len(pids("token-b")) == 1
+        assert [session.server("x").instructions for session in (first, second, third)] == [
+            "token-a",
+            "token-b",
+            "token-a",
+        ]
+        assert first.server("x").generation == 1  # never reloaded for another session's entry
+        assert [status.shared for status in host.project_servers(tmp_path)] == [SharedUse(2), SharedUse(1)]
+        # A manual disconnect ends that connection, for the sessions that use it.
+        await second.disconnect("x")
+        assert pids("token-b") == set() and len(pids("token-a")) == 1
+        assert first.server("x").state is ServerState.CONNECTED
+        # A reconcile keeps each session on its own entry.
+        await host.reconcile(tmp_path)
+        assert [session.server("x").instructions for session in (first, third)] == ["token-a", "token-a"]
+        assert second.server("x").manually_disconnected
+
+
+async def test_a_session_whose_entry_changes_moves_to_the_connection_of_its_new_entry(
+    tmp_path: Path, options: SessionOptions
+) -> None:
+    # R-SCOPE-3: the connection of the entry others still load stays; the session follows its own entry.
+    async with project_host(tmp_path, options) as host:
+        write_project(tmp_path, {})
+        first = await host.create_session(tmp_path, {"x": fault_server_entry(instructions="old")}, ownership="project")
+        second = await host.create_session(tmp_path, {"x": fault_server_entry(instructions="old")}, ownership="project")
+        await first.prepare_turn()
+        (old,) = pids("old")
+        await first.reconfigure(mcp_servers={"x": fault_server_entry(instructions="new")})
+        await first.prepare_turn()
+        assert first.server("x").instructions == "new" and second.server("x").instructions == "old"
+        assert pids("old") == {old} and len(pids("new")) == 1

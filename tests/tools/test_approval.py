@@ -128,6 +128,14 @@ def test_an_unrestorable_mcp_call_is_an_mcp_tool_that_needs_approval_never_a_byp
             assert decision.tool_name == "mcp_call" and "cannot be restored" in decision.reason
 
 
+def test_json_text_nested_too_deeply_needs_approval_and_never_raises() -> None:
+    # R-APR-2, R-WS-6: the decoder's RecursionError is a model mistake like any other.
+    for deep in ("[" * 100_000, '{"server": "fs", "tool": "read_file", "arguments": ' + "{" * 100_000):
+        for level in LEVELS:
+            decision = approval_decision("mcp_call", deep, level, SESSION)
+            assert decision.mcp and decision.needs_approval is True and decision.tool_name == "mcp_call"
+
+
 def test_a_restored_call_reports_server_tool_display_name_and_concurrency() -> None:
     arguments = {"server": "fs", "tool": "stat", "arguments": {"path": "/"}}
     decision = approval_decision("mcp_call", arguments, ApprovalLevel.READ_ONLY, SESSION)
@@ -136,6 +144,17 @@ def test_a_restored_call_reports_server_tool_display_name_and_concurrency() -> N
     assert "restored to mcp__fs__stat" in decision.reason
     other = approval_decision("mcp__fs__read_file", {}, ApprovalLevel.READ_ONLY, SESSION)
     assert not other.concurrency_safe  # not said by an override: not safe to assume
+
+
+def test_mcp_describe_names_the_server_and_tool_its_arguments_name_and_needs_no_approval() -> None:
+    # R-APR-4: a host can show which tool is looked up; the lookup itself contacts no server (R-WS-4).
+    for arguments in ({"server": "fs", "tool": "write_file"}, '{"server": "fs", "tool": "write_file"}'):
+        decision = approval_decision("mcp_describe", arguments, ApprovalLevel.SMART, SESSION)
+        assert (decision.tool_name, decision.server, decision.tool) == ("mcp_describe", "fs", "write_file")
+        assert decision.display_name == "mcp_describe fs.write_file"  # a lookup, not a run of write_file
+        assert (decision.needs_approval, decision.mcp) == (False, False)
+    unnamed = approval_decision("mcp_describe", {"server": "fs"}, ApprovalLevel.SMART, SESSION)
+    assert (unnamed.server, unnamed.tool, unnamed.display_name) == (None, None, "mcp_describe")
 
 
 def test_the_restored_name_is_the_name_full_mode_declares() -> None:

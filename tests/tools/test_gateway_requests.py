@@ -13,6 +13,7 @@ from wave_actors._tools import (
     MCP_CALL,
     MCP_DESCRIBE,
     GatewayRequest,
+    call_gateway,
     describe_document,
     error_result,
     gateway_declarations,
@@ -88,6 +89,87 @@ def test_the_requested_pair_is_read_even_from_otherwise_unusable_arguments() -> 
     assert requested_tool({"server": "fs"}) is None
     assert requested_tool("garbage") is None
     assert requested_tool({"server": "fs", "tool": ""}) is None
+
+
+DEEP_TEXTS = ["[" * 100_000, '{"a": ' * 100_000, '{"server": "fs", "tool": "read", "arguments": ' + "[" * 100_000]
+
+
+@pytest.mark.parametrize("deep", DEEP_TEXTS, ids=["array", "object", "inside"])
+@pytest.mark.parametrize("gateway", [MCP_CALL, MCP_DESCRIBE])
+def test_json_text_nested_too_deeply_is_a_refusal_never_an_exception(gateway: str, deep: str) -> None:
+    # R-WS-6: the decoder gives up with RecursionError long before the text ends; the model is told.
+    refusal = parse_request(gateway, deep)
+    assert isinstance(refusal, str) and refusal.endswith("Nothing was sent.")
+    assert "nested too deeply" in refusal or "not a string that is not a JSON object" in refusal
+    assert requested_tool(deep) is None
+
+
+def test_inner_arguments_nested_too_deeply_are_refused_naming_them() -> None:
+    # R-WS-6
+    refusal = parse_request(MCP_CALL, {"server": "fs", "tool": "read", "arguments": "[" * 100_000})
+    assert refusal == (
+        'mcp_call needs {"server": ..., "tool": ..., "arguments": {...}}: "arguments" must be a JSON object, '
+        "not JSON text nested too deeply to read. Nothing was sent."
+    )
+
+
+async def test_a_deep_call_through_the_gateway_is_an_error_result() -> None:
+    # R-WS-6: call_gateway, the path Session.call_tool takes, answers; nothing reaches the call.
+    sent: list[str] = []
+
+    async def call_tool(name: str, arguments: Any) -> Any:
+        sent.append(name)
+        raise AssertionError("nothing may be sent")
+
+    for deep in DEEP_TEXTS:
+        for gateway in (MCP_CALL, MCP_DESCRIBE):
+            result = await call_gateway(gateway, deep, snapshot(files_server()), call_tool)
+            assert result.is_error and "Nothing was sent." in result.content[0].text  # type: ignore[union-attr]
+    assert sent == []
+
+
+HUGE = "x" * 10_485_760
+
+
+def test_an_unknown_servers_name_is_quoted_back_cut_with_its_length() -> None:
+    # R-WS-6: a 10 MB name does not come back as a 10 MB answer.
+    message = resolve(describe(HUGE, "read_file"), snapshot(files_server()))
+    assert isinstance(message, str) and len(message) < 500
+    assert '"' + "x" * 120 + '"… (10485760 characters, the first 120 shown)' in message
+
+
+def test_an_unknown_tools_name_is_quoted_back_cut_with_its_length() -> None:
+    # R-WS-6
+    message = resolve(describe("filesystem", "y" * 5000), snapshot(files_server()))
+    assert isinstance(message, str) and len(message) < 500 and "5000 characters" in message
+
+
+def test_unexpected_keys_are_named_a_few_at_a_time_each_cut() -> None:
+    # R-WS-6: many keys, or one huge key, cost the model a few lines.
+    many = {"server": "fs", "tool": "read", **{f"k{index:06}": 1 for index in range(100_000)}}
+    refusal = parse_request(MCP_CALL, many)
+    assert isinstance(refusal, str) and len(refusal) < 1000 and "and 99990 more" in refusal
+    huge_key = parse_request(MCP_CALL, {"server": "fs", "tool": "read", HUGE: 1})
+    assert isinstance(huge_key, str) and len(huge_key) < 1000 and "10485760 characters" in huge_key
+
+
+async def test_a_reason_quoting_the_models_keys_is_bounded() -> None:
+    # R-WS-6: the TypeError of an unsendable argument names the path to it, keys included.
+    async def call_tool(name: str, arguments: Any) -> Any:
+        raise TypeError(f"arguments[{HUGE!r}] of {name!r}: bytes cannot be sent; nothing was sent")
+
+    arguments = {"server": "filesystem", "tool": "read_file", "arguments": {"path": "/"}}
+    result = await call_gateway(MCP_CALL, arguments, snapshot(files_server()), call_tool)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and len(text) < 1500 and "characters, the first 1000 shown" in text
+
+
+def test_names_in_answers_are_quoted_with_line_breaks_and_invisible_characters_escaped() -> None:
+    # R-WS-5: the gateway's answers name servers and tools as the section does.
+    status = server("s\u2028### x", [tool("s\u2028### x", "t\U000e0041")])
+    message = resolve(describe("s\u2028### x", "nope\u2029- y"), snapshot(status))
+    assert isinstance(message, str) and message.isprintable()
+    assert '"s\\u2028### x"' in message and '"nope\\u2029- y"' in message and '"t\\udb40\\udc41"' in message
 
 
 # Resolving within the session ------------------------------------------------------

@@ -51,6 +51,7 @@ def server(
     enabled: bool = True,
     cached: bool = False,
     manually_disconnected: bool = False,
+    described_by_server: bool = False,
 ) -> ServerStatus:
     """A server's status; ``tools`` of other servers are re-homed to this one."""
     return ServerStatus(
@@ -65,6 +66,7 @@ def server(
         description=description,
         enabled=enabled,
         manually_disconnected=manually_disconnected,
+        described_by_server=described_by_server,
     )
 
 

@@ -1,4 +1,4 @@
-"""Cutting a stdio server's stdout into protocol lines, whatever the chunks (R-CFG-9).
+"""Cutting a stdio server's stdout into protocol lines, whatever the chunks (R-CFG-9, R-TOOL-12).
 
 The framer is pure: bytes in, lines out. The pipe hands over chunks that end
 anywhere, so every property here holds for every way of cutting the stream.
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from wave_actors._transport.framing import LineFramer
+from wave_actors._transport.framing import HEAD_BYTES, TAIL_BYTES, LineFramer, LongLine
 
 
-def feed_all(framer: LineFramer, chunks: list[bytes]) -> list[bytes]:
+def feed_all(framer: LineFramer, chunks: list[bytes]) -> list[bytes | LongLine]:
     return [line for chunk in chunks for line in framer.feed(chunk)]
 
 
@@ -51,40 +51,46 @@ def test_a_carriage_return_stays_with_its_line() -> None:
     assert LineFramer(1024).feed(b"{}\r\n") == [b"{}\r"]
 
 
-def test_an_unfinished_line_held_past_the_bound_is_dropped_and_nothing_follows() -> None:
-    framer = LineFramer(10)
-    assert framer.feed(b"0123456789") == []
-    assert not framer.overflowed
-    assert framer.feed(b"abc") == []
-    assert framer.overflowed
-    assert framer.feed(b'\n{"late": true}\n') == []
-
-
 def test_a_line_as_long_as_the_bound_passes() -> None:
     framer = LineFramer(4)
     assert framer.feed(b"1234\n12") == [b"1234"]
     assert framer.feed(b"34\n") == [b"1234"]
-    assert not framer.overflowed
 
 
-def test_a_line_longer_than_the_bound_stops_the_framer_even_when_it_arrives_in_one_chunk() -> None:
+# R-TOOL-12: a line over the bound is skipped, never held whole; its ends are kept, and the lines after it go on.
+
+
+def test_a_line_longer_than_the_bound_comes_back_as_its_ends_even_when_it_arrives_in_one_chunk() -> None:
     framer = LineFramer(4)
-    assert framer.feed(b"{}\n12345\n{}\n") == [b"{}"]
-    assert framer.overflowed
-    assert framer.feed(b"{}\n") == []
+    assert framer.feed(b"{}\n12345\n{}\n") == [b"{}", LongLine(b"12345", b"12345", 5), b"{}"]
 
 
 def test_a_line_finished_in_a_later_chunk_is_measured_whole() -> None:
     framer = LineFramer(4)
     assert framer.feed(b"123") == []
-    assert framer.feed(b"45\n{}\n") == []
-    assert framer.overflowed
+    assert framer.feed(b"45\n{}\n") == [LongLine(b"12345", b"12345", 5), b"{}"]
 
 
-def test_the_lines_before_an_overflowing_tail_are_still_given() -> None:
+def test_an_unfinished_line_past_the_bound_is_skipped_as_it_arrives_and_the_next_lines_are_framed() -> None:
+    framer = LineFramer(10)
+    assert framer.feed(b"0123456789") == []
+    assert framer.held == 10
+    assert framer.feed(b"abc") == []
+    line = b"0123456789abc" + b"x" * 3 * (HEAD_BYTES + TAIL_BYTES) + b"end"
+    for start in range(13, len(line), 1000):
+        assert framer.feed(line[start : start + 1000]) == []
+        assert framer.held <= HEAD_BYTES + TAIL_BYTES
+    assert framer.feed(b'\n{"late":1}\n') == [
+        LongLine(line[:HEAD_BYTES], line[-TAIL_BYTES:], len(line)),
+        b'{"late":1}',
+    ]
+    assert framer.held == 0
+
+
+def test_the_lines_before_a_long_one_are_given_at_once() -> None:
     framer = LineFramer(4)
     assert framer.feed(b"{}\n[]\n0123456789") == [b"{}", b"[]"]
-    assert framer.overflowed
+    assert framer.feed(b"\n") == [LongLine(b"0123456789", b"0123456789", 10)]
 
 
 @given(
@@ -95,4 +101,23 @@ def test_every_cut_of_a_stream_gives_the_same_lines(lines: list[bytes], sizes: l
     data = b"".join(line + b"\n" for line in lines)
     framer = LineFramer(64)
     assert feed_all(framer, cut(data, sizes)) == lines
-    assert not framer.overflowed
+
+
+@given(
+    lines=st.lists(st.binary(min_size=1, max_size=200).filter(lambda line: b"\n" not in line and not line.isspace())),
+    sizes=st.lists(st.integers(min_value=1, max_value=300), min_size=1, max_size=5),
+    limit=st.integers(min_value=1, max_value=120),
+)
+def test_every_cut_gives_the_short_lines_whole_and_the_long_ones_by_their_ends_holding_no_more_than_the_bound(
+    lines: list[bytes], sizes: list[int], limit: int
+) -> None:
+    data = b"".join(line + b"\n" for line in lines)
+    framer = LineFramer(limit)
+    items: list[bytes | LongLine] = []
+    for chunk in cut(data, sizes):
+        items += framer.feed(chunk)
+        assert framer.held <= max(limit, HEAD_BYTES + TAIL_BYTES)
+    expected = [
+        line if len(line) <= limit else LongLine(line[:HEAD_BYTES], line[-TAIL_BYTES:], len(line)) for line in lines
+    ]
+    assert items == expected

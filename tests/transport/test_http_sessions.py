@@ -27,7 +27,10 @@ from mcp_types import (
 )
 
 from wave_actors import ServerConfig, Source
-from wave_actors._transport.http import _HttpSession  # pyright: ignore[reportPrivateUsage]
+from wave_actors._transport.http import (
+    _HttpSession,  # pyright: ignore[reportPrivateUsage]
+    _SessionWriteStream,  # pyright: ignore[reportPrivateUsage]
+)
 
 URL = "http://127.0.0.1:9/mcp"
 CONFIG = ServerConfig(name="remote", source=Source.PROJECT, origin="/p/.mcp.json", type="http", url=URL)
@@ -197,3 +200,49 @@ async def test_the_goodbye_names_the_current_session_and_version() -> None:
     assert goodbye.method == "DELETE" and goodbye.headers["mcp-session-id"] == "s9"
     assert goodbye.headers["mcp-protocol-version"] == "2025-11-25"
     assert json.loads(versioned.content) == {}
+
+
+class Posts:
+    """Stands in for the transport's POSTs: records which requests were abandoned."""
+
+    def __init__(self) -> None:
+        self.abandoned: list[Any] = []
+
+    def abandon(self, request_id: Any) -> None:
+        self.abandoned.append(request_id)
+
+
+async def test_an_answer_to_a_request_of_a_forgotten_session_is_never_sent_into_the_new_one() -> None:
+    # R-TOOL-13: an answer belongs to the session whose server asked.
+    async with trio.open_nursery() as nursery:
+        session, server, _, _ = await opened(nursery)
+        stream = _SessionWriteStream(server, session, Posts())  # type: ignore[arg-type]
+        asked = session.received(SessionMessage(JSONRPCRequest(jsonrpc="2.0", id="srv-1", method="ping")))
+        assert isinstance(asked, SessionMessage)
+        answer = SessionMessage(JSONRPCResponse(jsonrpc="2.0", id="srv-1", result={}), metadata=asked.metadata)
+        await stream.send(answer)  # same session: sent, naming it
+        assert server.posted[-1] == answer.message
+        asked_again = session.received(SessionMessage(JSONRPCRequest(jsonrpc="2.0", id="srv-2", method="ping")))
+        assert isinstance(asked_again, SessionMessage)
+        call = request(8)
+        session.sending(call)
+        await refuse_with_404(session, call, "s1")
+        assert session.received(refusal(8)) is None
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.session_id == "s2"
+        late = SessionMessage(JSONRPCResponse(jsonrpc="2.0", id="srv-2", result={}), metadata=asked_again.metadata)
+        await stream.send(late)
+        assert late.message not in server.posted  # dropped: the new session never asked
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_request_has_its_post_abandoned_before_the_notification_is_sent() -> None:
+    # R-TOOL-14: the connection goes back to the pool at once, however busy the writer is.
+    async with trio.open_nursery() as nursery:
+        session, server, _, _ = await opened(nursery)
+        posts = Posts()
+        stream = _SessionWriteStream(server, session, posts)  # type: ignore[arg-type]
+        cancelled = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 3})
+        await stream.send(SessionMessage(cancelled))
+        assert posts.abandoned == [3] and server.posted == [cancelled]
+        nursery.cancel_scope.cancel()

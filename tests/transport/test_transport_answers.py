@@ -1,4 +1,4 @@
-"""Answers nothing may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9).
+"""Answers nothing may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9, R-TOOL-12).
 
 Unit tests of ``wave_actors._transport.answers`` on SDK message objects, then
 the same over a real stdio connection to the fault server.
@@ -25,7 +25,13 @@ from transport_support import config_for
 
 from wave_actors import ToolCallError
 from wave_actors._transport import open_connection
-from wave_actors._transport.answers import Refusal, ToolListingCheck, malformed_answer, unsendable_request
+from wave_actors._transport.answers import (
+    Refusal,
+    ToolListingCheck,
+    answered_id,
+    malformed_answer,
+    unsendable_request,
+)
 from wave_actors._transport.failures import Failure, classify, request_error
 from wave_actors.testing import fault_server_entry
 
@@ -79,6 +85,39 @@ def test_an_answer_too_deep_even_for_pythons_parser_is_still_answered_by_its_lea
     line = b'{"jsonrpc": "2.0", "id": 12, "result": {"a": ' + nested_result(50_000).encode() + b"}}"
     error = error_of(answer_to(line))
     assert error.id == 12 and "nests JSON deeper" in error.error.message
+
+
+def test_an_answer_too_deep_for_pythons_parser_is_answered_by_its_trailing_id_too() -> None:
+    # The TypeScript SDK writes the result first and the id last.
+    line = b'{"result": {"a": ' + nested_result(50_000).encode() + b'}, "jsonrpc": "2.0", "id": 13}'
+    error = error_of(answer_to(line))
+    assert error.id == 13 and "nests JSON deeper" in error.error.message
+
+
+# R-TOOL-12: the id of an answer too large to keep is read at either end, and only at the top level.
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "request_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"result":{"text":"', b'xyz"}}', 7),
+        (b'{"result":{"text":"', b'xyz"}},"jsonrpc":"2.0","id":9}', 9),
+        (b'{ "error" : {"code": 1, "message": "', b'"} , "id" : "a-9" , "jsonrpc" : "2.0" }\r\n', "a-9"),
+        (b'{"jsonrpc":"2.0","result":{"text":"', b'xyz"}},"id":-4}', -4),
+        # An id nested in the result, or quoted inside a string, is not the answer's.
+        (b'{"result":{"content":[', b',{"id":3}]}}', None),
+        (b'{"result":{"a":1', b',"id":3}}', None),
+        (b'{"result":"', b'\\"id\\":3}"}', None),
+        # Not an answer: a request or a notification of the server's, or noise.
+        (b'{"method":"sampling/createMessage","params":{', b'},"jsonrpc":"2.0","id":5}', None),
+        (b'{"jsonrpc":"2.0","method":"notifications/message","params":{', b"}}", None),
+        (b"\xff\xfe random", b',"id":5}', None),
+    ],
+)
+def test_the_id_of_an_answer_too_large_to_keep_is_read_at_either_end(
+    head: bytes, tail: bytes, request_id: int | str | None
+) -> None:
+    assert answered_id(head, tail) == request_id
 
 
 @pytest.mark.parametrize(

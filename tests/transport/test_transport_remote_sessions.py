@@ -7,11 +7,13 @@ import functools
 import logging
 import os
 import signal
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, cast
 
 import attrs
 import pytest
 import trio
+from polling import poll_until
 from presets import FAST_TRANSPORT
 from remote_support import forget_sessions, refusing_server, server_sessions
 
@@ -205,6 +207,54 @@ async def test_a_renewed_session_lists_its_tools_again() -> None:
                 await forget_sessions(url)
                 await connection.call_tool("echo", {"text": "again"}, timeout=10)
                 await listed.wait()
+
+
+async def test_notifications_and_progress_still_arrive_after_a_renewal() -> None:
+    # R-RACE-7, R-TOOL-10: after a renewal the server's own stream and the calls' streams are the new session's.
+    marks: list[object] = []
+
+    def on_notification(notification: object) -> None:
+        if getattr(notification, "method", None) == "notifications/tools/list_changed":
+            meta: object = getattr(getattr(notification, "params", None), "meta", None)
+            marks.append(cast("dict[str, object]", meta).get("mark") if isinstance(meta, dict) else None)
+
+    def told(connection: Connection, mark: str) -> Callable[[], Awaitable[bool]]:
+        async def ask() -> bool:
+            # The server drops what it sends while the client's stream for it is not open yet: ask until it is.
+            assert text_of(await connection.call_tool("notify_list_changed", {"mark": mark}, timeout=10)) == "sent"
+            return mark in marks
+
+        return ask
+
+    async with serve_reference_server() as url:
+        with trio.fail_after(60):
+            async with open_connection(
+                remote("http", url), options=QUIET, on_notification=on_notification
+            ) as connection:
+                await poll_until(told(connection, "before"), limit=20, what="a list_changed", interval=0.1)
+                assert await forget_sessions(url) == 1
+                assert text_of(await connection.call_tool("echo", {"text": "renew"}, timeout=10)) == "renew"
+                assert None in marks  # the renewal's own: the tools are listed again
+                await poll_until(
+                    told(connection, "after"), limit=20, what="a list_changed from the new session", interval=0.1
+                )
+                first, second = await progress_of_two_calls(connection)
+                assert first == [(float(step), 3.0, f"step {step} of 3") for step in range(1, 4)]
+                assert second == [(float(step), 5.0, f"step {step} of 5") for step in range(1, 6)]
+                assert not connection.lost
+                assert len((await server_sessions(url))["opened"]) == 2  # one renewal
+
+
+# R-TOOL-13: requests of the server's are answered, on the session they came on.
+
+
+async def test_the_servers_pings_are_answered_over_http() -> None:
+    async with serve_reference_server() as url:
+        with trio.fail_after(30):
+            async with open_connection(remote("http", url), options=QUIET) as connection:
+                # One after the other: never more than one waiting, however many in all.
+                result = await connection.call_tool("ping_client", {"times": 100}, timeout=20)
+                assert text_of(result) == "100 pongs" and not connection.lost
 
 
 # R-TOOL-10: progress reaches the call that asked for it, in order, and no other.

@@ -5,11 +5,12 @@ each message is written in the sender's own task. On Linux one epoll watches
 stdout, stderr and the process's exit; elsewhere two helper tasks watch
 stderr and the exit. Each behaviour here runs both ways (``pipes``).
 
-R-CFG-9, R-RACE-5, R-TOOL-4, R-TOOL-5.
+R-CFG-9, R-RACE-5, R-TOOL-4, R-TOOL-5, R-TOOL-12.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from presets import FAST_TRANSPORT
 from session_support import connected_session
 from transport_support import config_for
 
-from wave_actors import DialError, ServerState, ServerUnavailable
+from wave_actors import DialError, ServerState, ServerUnavailable, ToolCallError
 from wave_actors._transport import TransportOptions, open_connection, stdout as stdout_module
 from wave_actors.testing import count_tasks, fault_server_entry
 
@@ -81,14 +82,49 @@ async def test_crash_is_reported_while_a_grandchild_holds_stdout(pipes: str) -> 
             assert "code 9" in await connection.wait_lost()
 
 
-async def test_a_line_longer_than_the_message_limit_ends_the_connection(pipes: str) -> None:
-    # Even one that arrives within one read of the pipe: the limit is on the line, not on what is held.
+# R-TOOL-12: a line over the limit is skipped unread; the request it answered fails alone, naming the limit.
+
+
+@pytest.mark.parametrize("id_last", [False, True], ids=["id first", "id last"])
+async def test_an_answer_over_the_message_limit_fails_its_call_alone_and_the_connection_goes_on(
+    pipes: str, id_last: bool
+) -> None:
+    # Even one that arrives within one read of the pipe; and whether the id comes first (the Python
+    # SDK's order) or last (the TypeScript SDK's).
     options = TransportOptions(graces=FAST_TRANSPORT.graces, max_message_bytes=20_000)
-    async with open_connection(config_for(entry(huge_response=30_000)), options=options) as connection:
-        with pytest.raises(ServerUnavailable):
-            await connection.call_tool("echo", {"text": "x"}, timeout=10)
-        with trio.fail_after(5):
-            assert "protocol line longer than 20000 bytes" in await connection.wait_lost()
+    config = config_for(entry(huge_response=30_000, id_last=id_last, tools=1))
+    with trio.fail_after(20):
+        async with open_connection(config, options=options) as connection:
+            slept: list[str] = []
+
+            async def sleep() -> None:
+                result = await connection.call_tool("sleep", {"seconds": 0.5}, timeout=10)
+                slept.append(result.content[0].text)  # type: ignore[union-attr]
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sleep)
+                with pytest.raises(ToolCallError, match=r"limit of 20000 bytes .*max_message_bytes") as raised:
+                    await connection.call_tool("echo", {"text": "x"}, timeout=10)
+                assert "connection closed" not in str(raised.value)
+            assert slept == ["slept 0.5"]  # the call in flight meanwhile was not touched
+            assert not connection.lost
+            result = await connection.call_tool("tool_1", {"text": "after"}, timeout=10)
+            assert result.content[0].text == "tool_1: after"  # type: ignore[union-attr]
+
+
+async def test_a_line_over_the_limit_whose_request_cannot_be_told_is_dropped_and_the_connection_goes_on(
+    pipes: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A notification of 30 000 bytes: no request to fail, nothing held, a warning, and the call's answer follows.
+    options = TransportOptions(graces=FAST_TRANSPORT.graces, max_message_bytes=20_000)
+    config = config_for(entry(huge_notification=30_000))
+    with trio.fail_after(20):
+        async with open_connection(config, options=options) as connection:
+            result = await connection.call_tool("echo", {"text": "fine"}, timeout=10)
+            assert result.content[0].text == "fine"  # type: ignore[union-attr]
+            assert not connection.lost
+    [warning] = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert "dropped a message of over 20000 bytes" in warning and "no request id could be read" in warning
 
 
 async def test_stderr_is_kept_while_calls_go_on(pipes: str) -> None:

@@ -1,4 +1,4 @@
-"""Server actors, one per configured server of a session or a project.
+"""Server actors, one per server of a session, or per shared connection of a project.
 
 * ``messages``: the commands, generation-tagged events and effects;
 * ``machine``: the pure state machine, every rule about a server's state;

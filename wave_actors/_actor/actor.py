@@ -1,4 +1,4 @@
-"""ServerActor: one configured server of a session or a project, its mailbox and its transport.
+"""ServerActor: one server of a session, or one shared connection of a project; its mailbox and its transport.
 
 The actor owns the only mutable state about its server. Commands
 (connect, disconnect, retire, reload) and events (from the transport task and
@@ -21,7 +21,7 @@ reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from random import Random
 from typing import TYPE_CHECKING, Any
@@ -61,7 +61,7 @@ from wave_actors._actor.messages import (
 )
 from wave_actors._actor.transport_task import list_server_tools, run_transport
 from wave_actors._config import ServerConfig, TransportType
-from wave_actors._errors import ServerUnavailable, ToolTimeout, UnknownTool
+from wave_actors._errors import EntryChanged, ServerUnavailable, ToolTimeout, UnknownTool
 from wave_actors._options import SessionOptions
 from wave_actors._status import ServerState, Unavailable, unavailable
 from wave_actors._transport import Connection
@@ -93,7 +93,9 @@ class ServerActor:
     :param options: dial and reconnect settings.
     :param nursery: the owner's nursery (a session's, or a project scope's), where the actor's task runs once
         it is needed.
-    :param on_change: called (synchronously) with the server's name after every change of its state or entry.
+    :param key: what the owner's group knows the actor by: the server's name in a session's group, a shared
+        connection in a project's (two connections may serve one name there).
+    :param on_change: called (synchronously) with ``key`` after every change of the server's state or entry.
     """
 
     __slots__ = (
@@ -102,6 +104,7 @@ class ServerActor:
         "_connection",
         "_current",
         "_drained",
+        "_key",
         "_mailbox",
         "_nursery",
         "_on_change",
@@ -120,9 +123,11 @@ class ServerActor:
         workdir: Path,
         options: SessionOptions,
         nursery: trio.Nursery,
-        on_change: Callable[[str], None],
+        key: Hashable,
+        on_change: Callable[[Hashable], None],
     ) -> None:
         self._config = config
+        self._key = key
         self._workdir = workdir
         self._options = options
         self._nursery = nursery
@@ -132,7 +137,8 @@ class ServerActor:
         self._mailbox: Mailbox | None = None
         self._refusing = False
         self._supervisor: Supervisor | None = None
-        self._connection: tuple[int, Connection] | None = None  # the newest generation's, from its Up
+        # The newest generation's, from its Up: (generation, connection, fingerprint of the entry it was dialed with).
+        self._connection: tuple[int, Connection, str] | None = None
         self._waiters: list[trio.Event] = []  # callers of commands, until the machine is settled
         self._current: trio.Event | None = None  # the caller of the command being carried out
         self._calls_in_flight = 0
@@ -176,7 +182,7 @@ class ServerActor:
 
         The listing runs beside the mailbox (a slow server never holds a
         disconnect up) and reaches the state machine as the live generation's
-        :class:`~wave_actors._actor.machine.ToolsListed`: if the connection
+        :class:`~wave_actors._actor.messages.ToolsListed`: if the connection
         changed meanwhile, the stale list is dropped (R-RACE-1).
 
         :raises ServerUnavailable: not connected, or lost meanwhile.
@@ -205,9 +211,12 @@ class ServerActor:
         await done.wait()
 
     def reload_soon(self, config: ServerConfig, done: trio.Event | None = None) -> None:
-        """Take a changed entry now, and post its reload without waiting for the re-dial (a project's attach)."""
+        """Take a changed entry now, and post its reload without waiting for the re-dial (a plan being started).
+
+        :param done: set once the reload is carried out (for a re-dial, once it settled).
+        """
         self._config = config
-        self._on_change(self._config.name)  # a snapshot showing the new entry gets a version of its own
+        self._on_change(self._key)  # a snapshot showing the new entry gets a version of its own
         self._post(Reload(enabled=config.enabled), done)
 
     def post(self, command: Connect | Reconnect) -> None:
@@ -240,7 +249,7 @@ class ServerActor:
         if config == self._config:
             return
         self._config = config
-        self._on_change(self._config.name)
+        self._on_change(self._key)
 
     async def _command(self, message: Message) -> None:
         done = trio.Event()
@@ -320,7 +329,7 @@ class ServerActor:
                 # The host's code, not a server's: logged, and never allowed to take the server (or the host) down.
                 logger.exception("server %r: the transition observer raised; ignored", self.name)
         if isinstance(message, Up) and after is not before and message.connection is not None:
-            self._connection = (message.generation, message.connection)
+            self._connection = (message.generation, message.connection, message.fingerprint)
         if after is before:
             if isinstance(message, TransportEvent) and message.generation != before.live:
                 logger.debug("server %r: dropped stale %r (live generation %s)", self.name, message, before.live)
@@ -330,7 +339,7 @@ class ServerActor:
             self._connection = None  # that generation is over: keep no closed session alive
         if settled(after):
             self._release_waiters()
-        self._on_change(self._config.name)
+        self._on_change(self._key)
         return effects
 
     async def _execute(self, effect: Effect) -> None:
@@ -406,24 +415,48 @@ class ServerActor:
         )
 
     def _live_connection(self) -> Connection | None:
+        live = self._live()
+        return None if live is None else live[1]
+
+    def _live(self) -> tuple[int, Connection, str] | None:
         state, connection = self._state, self._connection
         if state.state is not ServerState.CONNECTED or connection is None or connection[0] != state.live:
             return None
-        return connection[1]
+        return connection
 
     async def call_tool(
-        self, tool: str, arguments: Mapping[str, Any] | None, *, on_progress: ProgressCallback | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        expected_fingerprint: str | None = None,
     ) -> mcp_types.CallToolResult:
         """Call ``tool`` on the live connection, concurrently with everything else (R-TOOL-4, R-TOOL-5).
 
         :param on_progress: receives this call's progress notifications (R-TOOL-10).
+        :param expected_fingerprint: send only on a connection dialed with the
+            entry of this fingerprint, while it is still the server's entry (R-TOOL-11).
+        :raises EntryChanged: the server's entry is not the expected one; nothing was sent.
         :raises ServerUnavailable: not connected, reconnecting, retired, or lost mid-call.
         :raises ToolTimeout: past the server's ``tool_timeout_ms``.
         """
+        # No checkpoint from these checks to handing the request to `connection`: the entry checked is the one
+        # that connection was dialed with, and a reload can only close it (the call then fails), never redirect it.
         state = self._state
-        connection = self._live_connection()
-        if connection is None:
+        if expected_fingerprint is not None and expected_fingerprint != self._config.fingerprint:
+            raise self._entry_changed(expected_fingerprint)
+        live = self._live()
+        if live is None:
             raise ServerUnavailable(self._unavailable_reason(state))
+        _, connection, dialed = live
+        if expected_fingerprint is not None and expected_fingerprint != dialed:
+            # The expected entry is the current one, but a reload to it has not connected yet: the live
+            # connection still runs the previous entry, and a call must never reach it.
+            raise ServerUnavailable(
+                f"server {self.name!r} is reloading with its new entry and not connected with it yet; "
+                "nothing was sent; try again shortly"
+            )
         if tool not in state.listed:
             # Never reached through a session, which resolves names from live listings only: a
             # guarantee, not a check of its work. Nothing the server did not list is ever sent.
@@ -437,6 +470,16 @@ class ServerActor:
             if self._calls_in_flight == 0 and self._drained is not None:
                 self._drained.set()
                 self._drained = None
+
+    def _entry_changed(self, expected: str) -> EntryChanged:
+        current = self._config.fingerprint
+        return EntryChanged(
+            f"server {self.name!r} changed since it was looked at: its entry's fingerprint is {current}, "
+            f"not the expected {expected}; nothing was sent. Look at its status again before calling it.",
+            server=self.name,
+            expected=expected,
+            current=current,
+        )
 
     def _unavailable_reason(self, state: ActorState) -> str:
         name = self.name

@@ -410,7 +410,7 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
                 state,
                 state=ServerState.ERROR,
                 live=None,
-                error=f"{reason} (gave up reconnecting)",
+                error=_gave_up(reason),
                 tools=(),
                 warnings=(),
             )
@@ -424,3 +424,13 @@ def _after_listing(state: ActorState, tools: tuple[ServerTool, ...]) -> dict[str
     if listed == state.listed:
         return {}
     return {"listed": listed, "withdrawn": (state.withdrawn | state.listed) - listed}
+
+
+def _gave_up(reason: str) -> str:
+    """The error of a server whose reconnects ran out: said on the reason's first line, before any detail (R-RACE-4).
+
+    The first line of an error is what a model may be told; the lines after it
+    (a stdio server's stderr tail) are for people only (R-WS-5).
+    """
+    headline, newline, detail = reason.partition("\n")
+    return f"{headline} (gave up reconnecting){newline}{detail}"

@@ -1,10 +1,11 @@
 """What a server actor's state machine handles and asks for: commands, generation-tagged events, effects.
 
 The vocabulary of :mod:`wave_actors._actor.machine`: frozen records, no
-rules. Commands come from the session's API, events from a transport
-generation (:mod:`wave_actors._actor.transport_task`) or its supervisor, and
-effects are what :func:`~wave_actors._actor.machine.reduce` asks the actor
-(:mod:`wave_actors._actor.actor`) to carry out. :func:`describe_transition`
+rules. Commands come from the session's API and its roster (a
+reconfigure plan, a project's attach), events from a transport generation
+(:mod:`wave_actors._actor.transport_task`) or its supervisor, and effects are
+what :func:`~wave_actors._actor.machine.reduce` asks the actor
+(:mod:`wave_actors._actor.actor`) to carry out.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-# Commands, from the session's API.
+# Commands, from the session's API and its roster.
 
 
 @attrs.frozen
@@ -103,6 +104,8 @@ class Up:
         it); the reducer never looks at it.
     :param warnings: the tools the listing skipped, and why (R-TOOL-9).
     :param server_purpose: ``serverInfo``'s description, else its title.
+    :param fingerprint: the fingerprint of the entry this connection was
+        dialed with (R-CFG-8): what a call that expects one is checked against (R-TOOL-11).
     """
 
     generation: int
@@ -112,11 +115,15 @@ class Up:
     connection: Connection | None = attrs.field(default=None, eq=False, repr=False)
     warnings: tuple[str, ...] = ()
     server_purpose: str | None = None
+    fingerprint: str = ""
 
 
 @attrs.frozen
 class ToolsListed:
-    """A refreshed tool list (after ``notifications/tools/list_changed``, R-RACE-7), with what it skipped (R-TOOL-9)."""
+    """A refreshed tool list (after ``notifications/tools/list_changed``, R-RACE-7, or ``refresh_tools``).
+
+    With what the listing skipped (R-TOOL-9).
+    """
 
     generation: int
     tools: tuple[ServerTool, ...]
@@ -125,7 +132,7 @@ class ToolsListed:
 
 @attrs.frozen
 class DialFailed:
-    """A dial failed; :func:`failure_retried` says whether it is retried (R-DIAL-4)."""
+    """A dial failed; :func:`~wave_actors._actor.machine.failure_retried` says whether it is retried (R-DIAL-4)."""
 
     generation: int
     reason: str
@@ -157,7 +164,7 @@ class GaveUp:
 
 
 Command = Connect | Disconnect | Reconnect | Retire | Reload
-"""What the session asks of a server."""
+"""What the session, or its roster, asks of a server."""
 
 TransportEvent = Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
 """What a transport generation, or its supervisor, reports; stale unless its generation is live (R-RACE-1)."""

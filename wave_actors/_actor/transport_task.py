@@ -3,10 +3,10 @@
 :func:`run_transport` is the body of the supervisor's transport child, one call
 per generation. It knows nothing of the actor: everything it learns goes out
 through one callback, ``report``, as the state machine's messages
-(:class:`~wave_actors._actor.machine.Up` carrying the live connection,
-:class:`~wave_actors._actor.machine.ToolsListed`,
-:class:`~wave_actors._actor.machine.Lost`,
-:class:`~wave_actors._actor.machine.DialFailed`), each tagged with its
+(:class:`~wave_actors._actor.messages.Up` carrying the live connection,
+:class:`~wave_actors._actor.messages.ToolsListed`,
+:class:`~wave_actors._actor.messages.Lost`,
+:class:`~wave_actors._actor.messages.DialFailed`), each tagged with its
 generation. Leaving it, for any reason, leaves
 :func:`~wave_actors._transport.open_connection`, which reclaims the server's
 processes before it returns (R-KILL-1, R-KILL-2).
@@ -111,7 +111,8 @@ async def run_transport(
                 up = True
                 info = connection.initialize_result.server_info
                 purpose = info.description or info.title or None
-                report(Up(generation, tools, connection.instructions, time.time(), connection, warnings, purpose))
+                instructions, now = connection.instructions, time.time()
+                report(Up(generation, tools, instructions, now, connection, warnings, purpose, config.fingerprint))
                 why = await _serve(connection, generation, refresh, dial_timeout, report)
                 reason = f"server {config.name!r}: connection lost: {why}"
                 report(Lost(generation, reason))

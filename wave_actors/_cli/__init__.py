@@ -16,12 +16,19 @@ Subcommands::
                                      add a server to the user or project file
     wave-actors remove SERVER [--scope user|project]
                                      remove a server from its file
+    wave-actors trust [DIR]          let the folder's .wave/settings.local.json
+                                     approve its servers; untrust [DIR] forgets
+    wave-actors approve SERVER...    approve project servers at their fingerprint;
+                                     revoke SERVER... revokes them
 
 Every subcommand takes ``--json``; those that read configuration take
 ``--workdir`` (default: the current directory), ``--home`` (default:
 ``~/.wave``) and ``--trust`` (default: ``all``, as the library's); ``add`` and
 ``remove`` take the first two and edit through
-:class:`~wave_actors._config.store.ConfigStore` (R-STORE). Exit codes:
+:class:`~wave_actors._config.store.ConfigStore` (R-STORE); ``trust``,
+``untrust``, ``approve`` and ``revoke`` record the user's decisions in the
+approvals record of ``--home`` through
+:class:`~wave_actors._config.trust_store.TrustStore` (R-CFG-10). Exit codes:
 :data:`~wave_actors._console.EXIT_OK`, :data:`~wave_actors._console.EXIT_FAILURE`
 (a tool error, a dial or transport failure),
 :data:`~wave_actors._console.EXIT_USAGE` (bad arguments, unknown or unusable
@@ -41,13 +48,14 @@ comes for free. Each subcommand lives with its family:
 * :mod:`~wave_actors._cli.session_commands`: ``tools``, ``call``, ``watch``;
 * :mod:`~wave_actors._cli.working_set`: ``working-set``;
 * :mod:`~wave_actors._cli.edit`: ``add`` and ``remove``;
+* :mod:`~wave_actors._cli.trust`: ``trust``, ``untrust``, ``approve`` and ``revoke``;
 * :mod:`wave_actors._demo`: ``demo``; and :mod:`wave_actors._console` what they
   all print through (exit codes, one-line errors, tables, JSON).
 
 ``servers`` must start fast and dial nothing, so no module of this package
 imports ``trio`` or ``mcp`` at module level; the subcommands that dial import
-the runtime inside their own functions, and the MCP SDK is imported by the
-first dial. (Importing the ``wave_actors`` package itself still imports
+the runtime inside their own functions, and the MCP SDK is imported, in a
+thread of its own, once their host opens. (Importing the ``wave_actors`` package itself still imports
 ``trio`` through its public re-exports: about 0.2 s.)
 """
 
@@ -63,6 +71,7 @@ from wave_actors._cli.arguments import CommandParser, configured_options, output
 from wave_actors._cli.edit import add, add_edit_commands, remove, split_command_line
 from wave_actors._cli.servers import servers
 from wave_actors._cli.session_commands import call, tools, watch
+from wave_actors._cli.trust import add_trust_commands, approve, revoke, trust, untrust
 from wave_actors._cli.working_set import working_set
 from wave_actors._console import (
     EXIT_FAILURE,
@@ -138,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         "Reads no configuration.",
     )
     add_edit_commands(commands, output)
+    add_trust_commands(commands, output)
     return parser
 
 
@@ -199,6 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return add(arguments, out)
         if command == "remove":
             return remove(arguments, out)
+        if command == "trust":
+            return trust(arguments, out)
+        if command == "untrust":
+            return untrust(arguments, out)
+        if command == "approve":
+            return approve(arguments, out)
+        if command == "revoke":
+            return revoke(arguments, out)
         return _demo(arguments, out)
     except CommandFailed as error:
         out.flush()

@@ -5,7 +5,8 @@ The option groups are parent parsers that :func:`wave_actors._cli.main`'s
 parser gives each subcommand: :func:`output_options` (``--json``, every
 subcommand), :func:`configured_options` (``--workdir``, ``--home``,
 ``--trust``: the subcommands that load configuration) and
-:func:`edited_options` (``--workdir``, ``--home``: ``add`` and ``remove``).
+:func:`edited_options` (``--workdir``, ``--home``: ``add``, ``remove``,
+``approve`` and ``revoke``).
 :func:`workdir`, :func:`home` and :func:`trust` read those values back, the
 same way for every subcommand.
 
@@ -96,22 +97,25 @@ def configured_options() -> CommandParser:
         "--trust",
         choices=get_args(TrustMode),
         default="all",
-        help="which project (.mcp.json) entries load: 'approved' loads only those approved in "
-        "<workdir>/.wave/settings.local.json; 'all' (the default, as in the library) loads every one, so the "
-        "command sees what a host with default settings sees. tools, call and watch start the commands they "
-        "load: use 'approved' in a repository you do not trust",
+        help="which project (.mcp.json) entries load: 'approved' loads only those the approvals record in "
+        "--home approves at their current fingerprint (see the approve and trust commands); 'all' (the default, "
+        "as in the library) loads every one, so the command sees what a host with default settings sees. tools, "
+        "call and watch start the commands they load: use 'approved' in a repository you do not trust",
     )
     return configured
 
 
 def edited_options() -> CommandParser:
-    """``--workdir`` and ``--home``: where the project and user files that ``add`` and ``remove`` edit are."""
+    """``--workdir`` and ``--home``: the project, and the home of the user file and the approvals record."""
     edited = CommandParser(add_help=False)
     edited.add_argument(
         "--workdir", type=Path, default=None, help="project directory holding .mcp.json (default: current directory)"
     )
     edited.add_argument(
-        "--home", type=Path, default=None, help="directory of the user file mcp.json (default: ~/.wave)"
+        "--home",
+        type=Path,
+        default=None,
+        help="directory of the user file mcp.json and the approvals record project-trust.json (default: ~/.wave)",
     )
     return edited
 

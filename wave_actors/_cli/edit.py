@@ -28,7 +28,7 @@ from wave_actors._config.redact import literal_secrets
 from wave_actors._config.store import ConfigChanged, ConfigFile, ConfigStore
 from wave_actors._console import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROGRAM, fail, printable, write_json
 
-__all__ = ["add", "add_edit_commands", "remove", "split_command_line"]
+__all__ = ["add", "add_edit_commands", "edit_failed", "remove", "split_command_line"]
 
 
 def add_edit_commands(commands: Any, output: CommandParser) -> None:
@@ -111,8 +111,13 @@ def _store(arguments: argparse.Namespace) -> ConfigStore:
     return ConfigStore(workdir(arguments), home=home(arguments))
 
 
-def _edit_failed(error: ConfigError) -> NoReturn:
-    """A refused edit: exit 1 when the file could not be written or changed meanwhile, else 2."""
+def edit_failed(error: ConfigError) -> NoReturn:
+    """A refused edit (of a configuration file, or of the approvals record): exit 1 when the file could not be
+    written or changed meanwhile, else 2.
+
+    :param error: why it was refused.
+    :raises CommandFailed: always.
+    """
     failed = isinstance(error, ConfigChanged) or isinstance(error.__cause__, OSError)
     fail(error, EXIT_FAILURE if failed else EXIT_USAGE)
 
@@ -206,7 +211,7 @@ def add(arguments: argparse.Namespace, out: TextIO) -> int:
             )
         written = store.put(name, entry, arguments.scope, current.version)
     except ConfigError as error:
-        _edit_failed(error)
+        edit_failed(error)
     action = "replaced" if name in current.servers else "added"
     return _edit_document(action, name, written, out, cast(bool, arguments.json))
 
@@ -238,5 +243,5 @@ def remove(arguments: argparse.Namespace, out: TextIO) -> int:
         [read] = defining
         written = store.remove(name, read.scope, read.version)
     except ConfigError as error:
-        _edit_failed(error)
+        edit_failed(error)
     return _edit_document("removed", name, written, out, cast(bool, arguments.json))

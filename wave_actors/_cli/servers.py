@@ -4,10 +4,13 @@ Every server is shown as a new session would show it before its first dial:
 its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
 the tools the snapshot cache recorded at its last connect (R-CACHE-2), and
 the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
-Last, what protects against the death of the commands that dial (R-KILL-7):
-their host's watchdog, the parent-death signal, subreaper mode, and whether
-each server family runs in a cgroup of its own (R-KILL-10; probed by making
-and removing a directory in this process's cgroup, nothing is started).
+Then each project entry's standing in ``--trust approved`` (R-CFG-10):
+approved, changed since approval, pending or disabled, whatever mode the
+listing itself loaded in. Last, what protects against the death of the
+commands that dial (R-KILL-7): their host's watchdog, the parent-death
+signal, subreaper mode, and whether each server family runs in a cgroup of
+its own (R-KILL-10; probed by making and removing a directory in this
+process's cgroup, nothing is started).
 
 This command must start fast and spawn nothing, so it imports no MCP SDK
 code: it reads the configuration and the cache, and asks the catalog
@@ -28,7 +31,8 @@ from typing import TYPE_CHECKING, TextIO
 import attrs
 
 from wave_actors._cli.arguments import home, trust, workdir
-from wave_actors._config import Diagnostic, LoadedConfig, ServerConfig, load_config
+from wave_actors._cli.trust import trust_block, trust_document
+from wave_actors._config import Diagnostic, LoadedConfig, ProjectTrust, ServerConfig, TrustStore, load_config
 from wave_actors._console import EXIT_OK, printable, table, write_json
 
 if TYPE_CHECKING:
@@ -127,6 +131,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
     loaded: LoadedConfig = load_config(workdir(arguments), home=home(arguments), trust=trust(arguments))
     configs = [loaded.servers[name] for name in sorted(loaded.servers)]
     statuses = _statuses_before_dialing(loaded, home(arguments))
+    project: ProjectTrust = TrustStore(loaded.workdir, home=home(arguments)).read()
     if arguments.json:
         write_json(
             {
@@ -146,6 +151,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                     for config in configs
                 ],
                 "diagnostics": [_diagnostic_document(diagnostic) for diagnostic in loaded.diagnostics],
+                "project_trust": trust_document(project),
                 "host_death": _host_death_document(),
             },
             out,
@@ -170,6 +176,8 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"\n{printable(block)}\n")
     else:
         out.write(f"no MCP servers configured for {printable(loaded.workdir)}\n")
+    if project.servers or project.unused_approvals:
+        out.write(f"\n{trust_block(project)}\n")
     if loaded.diagnostics:
         out.write("\ndiagnostics:\n")
         for diagnostic in loaded.diagnostics:

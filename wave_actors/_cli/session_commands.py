@@ -9,7 +9,7 @@ server and prints a snapshot per change. ``working-set``
 (:mod:`wave_actors._cli.working_set`) opens its session through
 :func:`command_session` too.
 
-The runtime (``trio``, the session, and through the first dial the MCP SDK)
+The runtime (``trio``, the session, and, once the host opens, the MCP SDK)
 is imported inside the functions that use it, so that importing the command
 stays as cheap as ``servers`` needs. Their caller is
 :func:`wave_actors._cli.main`, through
@@ -219,7 +219,8 @@ async def call(arguments: argparse.Namespace, out: TextIO) -> int:
     if result.is_error:
         fail(f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}")
     if not arguments.json:
-        out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+        shown = printable(text)  # the server's text, for a terminal (R-CLI)
+        out.write(shown + ("\n" if shown and not shown.endswith("\n") else ""))
     return EXIT_OK
 
 

@@ -5,9 +5,10 @@
 :class:`LoadedConfig` whose diagnostics say what was skipped and why; it never
 raises for what a file says (R-CFG-4). :func:`server_config` builds a single
 entry and raises :class:`ConfigError` instead, for edits that must be valid
-before they are written. :func:`approve_servers` records project approvals
-(R-CFG-10); :func:`redact_url` is how anything that prints a configured URL
-keeps its secrets out (R-CFG-12).
+before they are written. :class:`TrustStore` records the user's trust in a
+project and approvals of its servers in the user's home (R-CFG-10);
+:func:`redact_url` is how anything that prints a configured URL keeps its
+secrets out (R-CFG-12).
 
 No module of this package imports ``mcp`` or ``trio``, and importing it does
 no I/O, so listing servers stays fast (importing it still runs
@@ -33,5 +34,11 @@ from wave_actors._config.model import (
 )
 from wave_actors._config.redact import redact_url as redact_url
 from wave_actors._config.sources import MAX_FILE_BYTES as MAX_FILE_BYTES
-from wave_actors._config.trust import TrustMode as TrustMode, approve_servers as approve_servers
+from wave_actors._config.trust import (
+    ApprovalState as ApprovalState,
+    ProjectTrust as ProjectTrust,
+    ServerTrust as ServerTrust,
+    TrustMode as TrustMode,
+)
+from wave_actors._config.trust_store import TrustStore as TrustStore
 from wave_actors._errors import ConfigError as ConfigError

@@ -17,11 +17,32 @@ from typing import Final
 
 from wave_actors._config.model import ServerConfig
 
-__all__ = ["FINGERPRINT_LENGTH", "connection_fingerprint"]
+__all__ = ["FINGERPRINT_LENGTH", "connection_fields", "connection_fingerprint"]
 
 FINGERPRINT_LENGTH: Final = 16
 """Hex characters kept from the SHA-256 digest: 64 bits, plenty to tell a
 handful of servers apart, short enough to read in a log line."""
+
+
+def connection_fields(config: ServerConfig) -> dict[str, object]:
+    """The fields that decide what gets started or dialed, as plain JSON values (R-CFG-8).
+
+    The one list of them: :func:`connection_fingerprint` hashes them, and a
+    project approval (:mod:`wave_actors._config.approvals`) keeps a digest of
+    each, so that it can say which of them changed since (R-CFG-10).
+
+    :param config: the entry, after expansion.
+    :returns: ``type``, ``command``, ``args``, ``cwd``, ``url``, ``env`` and ``headers``.
+    """
+    return {
+        "type": config.type,
+        "command": config.command,
+        "args": list(config.args),
+        "cwd": config.cwd,
+        "url": config.url,
+        "env": dict(config.env),
+        "headers": dict(config.headers),
+    }
 
 
 def connection_fingerprint(config: ServerConfig, workdir: str) -> str:
@@ -36,15 +57,6 @@ def connection_fingerprint(config: ServerConfig, workdir: str) -> str:
     :param workdir: the resolved project directory it was loaded for.
     :returns: :data:`FINGERPRINT_LENGTH` lowercase hex characters.
     """
-    canonical = {
-        "type": config.type,
-        "command": config.command,
-        "args": list(config.args),
-        "cwd": config.cwd,
-        "url": config.url,
-        "env": dict(config.env),
-        "headers": dict(config.headers),
-        "workdir": workdir,
-    }
+    canonical = {**connection_fields(config), "workdir": workdir}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:FINGERPRINT_LENGTH]

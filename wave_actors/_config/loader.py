@@ -1,4 +1,4 @@
-"""Loading the merged configuration of one workdir (R-CFG-1..12).
+"""Loading the merged configuration of one workdir (R-CFG-1..13).
 
 :func:`load_config` reads every source, judges every entry on its own, then
 lets precedence pick one definition per name. It never raises for what the
@@ -15,9 +15,17 @@ Decisions where the specification is silent:
 * In ``approved`` trust mode an unapproved project entry is *not* a
   definition: it is neither validated nor expanded, and a user or plugin
   entry of the same name loads instead. Each gets an ``info`` diagnostic so a
-  UI can say why it is missing (R-CFG-10). An entry approved with a
+  UI can say why it is missing (R-CFG-10). An entry approved at a
   fingerprint that no longer matches is no definition either, with a warning
-  ("changed since approval").
+  ("changed since approval", naming the changed fields). The verdicts are
+  :mod:`wave_actors._config.trust`'s; the one write a load may make is there
+  too: a trusted folder's newly enabled entry has its fingerprint recorded
+  in the user's home.
+
+Reading and merging are two steps (:func:`read_config_files`,
+:func:`merge_config`), so that the sessions of one project, reloaded
+together, merge their own sources over *one* reading of the files and never
+disagree because a file changed between two readings (R-SCOPE-3).
 * A constructor overlay (only ``tool_timeout_ms``, maybe ``enabled`` and
   ``tool_overrides``, R-CFG-1) applies to the highest-precedence lower entry
   of its name, valid or not: if that entry is invalid, the name is not
@@ -43,10 +51,27 @@ from wave_actors._config.converter import describe_value
 from wave_actors._config.entry import OVERLAY_FIELDS, ParsedEntry, ParsedOverlay, is_overlay, parse_entry, parse_overlay
 from wave_actors._config.merge import pick_winners
 from wave_actors._config.model import Diagnostic, LoadedConfig, ServerConfig, Severity, Source
-from wave_actors._config.sources import default_home, project_file, read_source_file, resolve_workdir, user_file
-from wave_actors._config.trust import TRUST_MODES, TrustMode, read_project_approval
+from wave_actors._config.sources import (
+    SERVERS_KEY,
+    SERVERS_KEY_ALIAS,
+    SourceFile,
+    default_home,
+    project_file,
+    read_source_file,
+    resolve_workdir,
+    servers_of_document,
+    user_file,
+)
+from wave_actors._config.trust import (
+    TRUST_MODES,
+    ApprovalState,
+    TrustInputs,
+    TrustMode,
+    read_trust_inputs,
+    record_first_approvals,
+)
 
-__all__ = ["CONSTRUCTOR_ORIGIN", "load_config"]
+__all__ = ["CONSTRUCTOR_ORIGIN", "ConfigFiles", "home_directory", "load_config", "merge_config", "read_config_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +91,47 @@ class _Definition:
         if isinstance(self.parsed, ParsedOverlay):
             return self.parsed.overlay is not None
         return self.parsed.config is not None
+
+
+def home_directory(home: Path | str | None) -> Path:
+    """The absolute home directory: ``home`` with ``~`` expanded, or ``~/.wave``."""
+    return Path(os.path.abspath(default_home() if home is None else Path(home).expanduser()))
+
+
+@attrs.frozen
+class ConfigFiles:
+    """What one reading of a workdir's files found, before any session's own sources are merged over it.
+
+    :param workdir: the resolved project directory.
+    :param home: the absolute home directory.
+    :param project: ``<workdir>/.mcp.json``.
+    :param user: ``<home>/mcp.json``.
+    :param trust: the wish list and the user's record, read for ``approved``
+        mode when the project file has entries; ``None`` otherwise.
+    """
+
+    workdir: Path
+    home: Path
+    project: SourceFile
+    user: SourceFile
+    trust: TrustInputs | None = None
+
+
+def read_config_files(workdir: Path, *, home: Path | str | None, trust: bool) -> ConfigFiles:
+    """Read the project and user files of ``workdir`` and, for ``approved`` mode, what approves (R-CFG-10, R-CFG-11).
+
+    Never raises for what the files say. Synchronous file I/O (and maybe a
+    ``git`` run, :mod:`wave_actors._config.vcs`): call it in a worker thread.
+
+    :param workdir: the *resolved* project directory; used as it is.
+    :param home: the directory of the user file; default ``~/.wave``.
+    :param trust: also read the trust inputs (when the project file has entries).
+    """
+    home_path = home_directory(home)
+    project = read_source_file(project_file(workdir), Source.PROJECT)
+    user = read_source_file(user_file(home_path), Source.USER)
+    inputs = read_trust_inputs(home_path, workdir) if trust and project.entries else None
+    return ConfigFiles(workdir, home_path, project, user, inputs)
 
 
 def load_config(
@@ -91,16 +157,21 @@ def load_config(
     (:mod:`wave_actors._config.vcs`), so an event loop should call it in a
     worker thread (``trio.to_thread.run_sync``). The file size limit is what
     keeps such a thread from holding the GIL long enough to stall the loop.
+    In ``approved`` mode it may write one file: the user's approvals record,
+    when a trusted folder enables an entry not approved yet (R-CFG-10).
 
     :param workdir: the project directory; resolved (absolute, no symlinks)
         and part of every fingerprint (R-CFG-8).
-    :param home: the directory of the user file; default ``~/.wave``.
+    :param home: the directory of the user file and of the approvals record;
+        default ``~/.wave``.
     :param constructor: entries given by the host; literal, no ``${VAR}``
         expansion (R-CFG-5).
-    :param plugins: ``(plugin name, {name: entry})`` pairs, in priority order
-        among themselves; literal, no ``${VAR}`` expansion.
-    :param trust: ``"approved"`` loads project entries only when approved in
-        ``<workdir>/.wave/settings.local.json`` (R-CFG-10).
+    :param plugins: ``(plugin name, servers)`` pairs, in priority order
+        among themselves; literal, no ``${VAR}`` expansion. ``servers`` is
+        ``{name: entry}``, or a plugin file's ``{"mcpServers": {name: entry}}``
+        as it is (``mcp_servers`` too; other keys ignored, as in a file).
+    :param trust: ``"approved"`` loads a project entry only when the approvals
+        record in ``home`` approves it at its current fingerprint (R-CFG-10).
     :param environ: variables for ``${VAR}`` in the project and user files;
         default :data:`os.environ`.
     :raises ValueError: for an unknown ``trust`` mode (a programming error,
@@ -108,7 +179,30 @@ def load_config(
     """
     if trust not in TRUST_MODES:
         raise ValueError(f"trust must be one of {TRUST_MODES}, got {trust!r}")
-    resolved = resolve_workdir(workdir)
+    files = read_config_files(resolve_workdir(workdir), home=home, trust=trust == "approved")
+    return merge_config(files, constructor=constructor, plugins=plugins, trust=trust, environ=environ)
+
+
+def merge_config(
+    files: ConfigFiles,
+    *,
+    constructor: Mapping[str, Mapping[str, object]] | None,
+    plugins: Iterable[tuple[str, Mapping[str, Mapping[str, object]]]],
+    trust: TrustMode,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Merge one session's own sources over a reading of the files; see :func:`load_config` (R-CFG-1, R-CFG-10).
+
+    :param files: from :func:`read_config_files`, read with ``trust=True`` for ``"approved"``.
+    :raises ValueError: an unknown ``trust`` mode, or ``"approved"`` over files
+        read without the trust inputs.
+    """
+    if trust not in TRUST_MODES:
+        raise ValueError(f"trust must be one of {TRUST_MODES}, got {trust!r}")
+    project, resolved = files.project, files.workdir
+    inputs = files.trust if trust == "approved" else None
+    if trust == "approved" and project.entries and inputs is None:
+        raise ValueError("approved trust mode needs the files read with trust=True")
     variables: Mapping[str, str] = os.environ if environ is None else environ
     diagnostics: list[Diagnostic] = []
     definitions: list[_Definition] = []
@@ -125,42 +219,50 @@ def load_config(
             parsed = parse(name, entry, Source.CONSTRUCTOR, CONSTRUCTOR_ORIGIN)
         definitions.append(_Definition(name, Source.CONSTRUCTOR, CONSTRUCTOR_ORIGIN, parsed))
 
-    project = read_source_file(project_file(resolved), Source.PROJECT)
     diagnostics.extend(project.diagnostics)
-    approval = None
-    if trust == "approved" and project.entries:
-        approval, problems = read_project_approval(resolved)
-        diagnostics.extend(problems)
+    if inputs is not None:
+        diagnostics.extend(inputs.diagnostics)
+    loading: dict[str, ParsedEntry] = {}
+    first_seen: dict[str, ServerConfig] = {}
+
+    def not_loaded(name: str, reason: str) -> None:
+        message = f"not loaded: {reason} (project trust mode 'approved')"
+        diagnostics.append(Diagnostic(Severity.INFO, Source.PROJECT, project.origin, message, name))
+
     for name, entry in project.entries.items():
-        refusal = approval.refusal(name) if approval is not None else None
-        if refusal is not None:
-            message = f"not loaded: {refusal} (project trust mode 'approved')"
-            diagnostics.append(Diagnostic(Severity.INFO, Source.PROJECT, project.origin, message, name))
+        refused = inputs.before_parsing(name) if inputs is not None else None
+        if refused is not None:
+            not_loaded(name, refused.reason)
             continue
         parsed = parse(name, entry, Source.PROJECT, project.origin)
-        change = None
-        if approval is not None and parsed.config is not None:
-            change = approval.change_since_approval(name, parsed.config.fingerprint)
-        if change is not None:
-            # Like an unapproved entry, a changed one is no definition: a user entry of the name may load.
-            diagnostics.extend(parsed.diagnostics)
-            diagnostics.append(Diagnostic(Severity.WARNING, Source.PROJECT, project.origin, change, name))
-            continue
+        if inputs is not None and parsed.config is not None:
+            verdict = inputs.verdict(name, parsed.config)
+            if verdict.state is not ApprovalState.APPROVED:
+                # Like an unapproved entry, a changed one is no definition: a user entry of the name may load.
+                diagnostics.extend(parsed.diagnostics)
+                diagnostics.append(Diagnostic(Severity.WARNING, Source.PROJECT, project.origin, verdict.reason, name))
+                continue
+            if verdict.first_seen:
+                first_seen[name] = parsed.config
+        loading[name] = parsed
+    if inputs is not None and first_seen:
+        recorded, problems = record_first_approvals(inputs, first_seen)
+        diagnostics.extend(problems)
+        for name in first_seen.keys() - recorded:
+            del loading[name]
+            not_loaded(name, "its approval could not be recorded")
+    for name, parsed in loading.items():
         definitions.append(_Definition(name, Source.PROJECT, project.origin, parsed))
 
-    user_path = Path(os.path.abspath(user_file(default_home() if home is None else Path(home).expanduser())))
-    user = read_source_file(user_path, Source.USER)
+    user = files.user
     diagnostics.extend(user.diagnostics)
     for name, entry in user.entries.items():
         definitions.append(_Definition(name, Source.USER, user.origin, parse(name, entry, Source.USER, user.origin)))
 
     for plugin, declared in plugins:
-        # Hosts may pass parsed JSON as is, whatever the annotation says.
-        if not isinstance(declared, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            message = f"a plugin's servers must be an object of {{name: entry}}, got {describe_value(declared)}"
-            diagnostics.append(Diagnostic(Severity.ERROR, Source.PLUGIN, plugin, f"{message}; skipped"))
-            continue
-        for name, entry in cast(Mapping[str, object], declared).items():
+        entries, problems = _plugin_entries(plugin, declared)
+        diagnostics.extend(problems)
+        for name, entry in entries.items():
             definitions.append(_Definition(name, Source.PLUGIN, plugin, parse(name, entry, Source.PLUGIN, plugin)))
 
     by_name: dict[str, list[_Definition]] = {}
@@ -178,9 +280,28 @@ def load_config(
         str(resolved),
         MappingProxyType(servers),
         tuple(diagnostics),
-        user_file=str(user_path),
-        project_file=str(project_file(resolved)),
+        user_file=user.origin,
+        project_file=project.origin,
     )
+
+
+def _plugin_entries(plugin: str, declared: object) -> tuple[Mapping[str, object], tuple[Diagnostic, ...]]:
+    """A plugin's ``{name: entry}``: given bare, or wrapped as a plugin's file has it (R-CFG-2).
+
+    A plugin's ``.mcp.json`` (or its manifest) holds ``{"mcpServers": {name: entry}}``, other keys
+    beside it; a host may pass that document as it is, or the object under the key. A mapping
+    with a ``mcpServers`` or ``mcp_servers`` key is read as the document, exactly as a file is
+    (:func:`~wave_actors._config.sources.servers_of_document`), so no server is ever named
+    ``mcpServers``; any other mapping is the servers themselves.
+    """
+    # Hosts may pass parsed JSON as is, whatever the annotation says.
+    if not isinstance(declared, Mapping):
+        message = f"a plugin's servers must be an object of {{name: entry}}, got {describe_value(declared)}"
+        return {}, (Diagnostic(Severity.ERROR, Source.PLUGIN, plugin, f"{message}; skipped"),)
+    servers = cast(Mapping[str, object], declared)
+    if SERVERS_KEY in servers or SERVERS_KEY_ALIAS in servers:
+        return servers_of_document(servers, Source.PLUGIN, plugin, what="plugin")
+    return servers, ()
 
 
 def _resolve(name: str, winner: _Definition, mine: list[_Definition]) -> tuple[ServerConfig | None, list[Diagnostic]]:

@@ -54,6 +54,7 @@ import attrs
 
 from wave_actors._config.converter import describe_value
 from wave_actors._config.model import Diagnostic, Severity, Source
+from wave_actors._errors import ConfigError
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -72,6 +73,7 @@ __all__ = [
     "read_file_bytes",
     "read_json_document",
     "read_source_file",
+    "resolve_existing_workdir",
     "resolve_workdir",
     "servers_of_document",
     "user_file",
@@ -114,6 +116,31 @@ def default_home() -> Path:
 def resolve_workdir(workdir: Path | str) -> Path:
     """The absolute, symlink-free form of ``workdir``: the one fingerprints use (R-CFG-8)."""
     return Path(workdir).expanduser().resolve()
+
+
+def resolve_existing_workdir(workdir: Path | str) -> Path:
+    """The absolute, symlink-free form of ``workdir``, which must be an existing directory (R-CFG-8, R-CFG-13).
+
+    A session resolves its workdir with it once, when it is created, and uses
+    that path for every later load: a symbolic link re-pointed later, or a
+    relative path after a ``chdir``, never turns it into another project.
+    Blocking (it asks the file system): call it in a worker thread.
+
+    :param workdir: the project directory as given.
+    :raises ConfigError: it does not exist, is not a directory, or its
+        symbolic links cannot be followed (a loop, a permission).
+    """
+    path = Path(workdir).expanduser()
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise ConfigError(f"workdir {workdir}: no such directory") from None
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symbolic link loop, before Python 3.13
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ConfigError(f"workdir {workdir}: cannot be resolved ({detail})") from None
+    if not resolved.is_dir():
+        raise ConfigError(f"workdir {workdir} is not a directory")
+    return resolved
 
 
 def project_file(workdir: Path | str) -> Path:
@@ -318,13 +345,14 @@ def read_source_file(path: Path, source: Source) -> SourceFile:
 
 
 def servers_of_document(
-    document: object, source: Source, origin: str
+    document: object, source: Source, origin: str, *, what: str = "file"
 ) -> tuple[Mapping[str, object], tuple[Diagnostic, ...]]:
     """Find the ``{name: entry}`` object in a parsed configuration document (R-CFG-2, R-CFG-4).
 
     :param document: the parsed JSON.
     :param source: for the diagnostics.
     :param origin: for the diagnostics.
+    :param what: what the document is, in the diagnostics ("the file was skipped").
     :returns: the entries (empty when the shape is wrong) and what was wrong.
     """
     if not isinstance(document, Mapping):
@@ -334,7 +362,7 @@ def servers_of_document(
                 source,
                 origin,
                 f'the top level must be a JSON object like {{"{SERVERS_KEY}": {{...}}}}, '
-                f"got {describe_value(document)}; the file was skipped",
+                f"got {describe_value(document)}; the {what} was skipped",
             ),
         )
     diagnostics: list[Diagnostic] = []
@@ -359,7 +387,7 @@ def servers_of_document(
                 Severity.ERROR,
                 source,
                 origin,
-                f'"{key}" must be an object of {{name: entry}}, got {describe_value(servers)}; the file was skipped',
+                f'"{key}" must be an object of {{name: entry}}, got {describe_value(servers)}; the {what} was skipped',
                 field=key,
             )
         )

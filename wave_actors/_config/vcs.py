@@ -1,23 +1,22 @@
-"""Whether the repository's version control tracks a file (R-CFG-10).
+"""Whether the repository's version control tracks a file: a warning, never a gate (R-CFG-10).
 
-Project approvals must live in a file the user wrote, not one that came with
-the repository: a repository that ships its own ``.wave/settings.local.json``
-with ``enable_all`` would otherwise approve its own commands. The only version
-control asked is git:
+A trusted folder's ``.wave/settings.local.json`` approves the servers it
+enables (:mod:`wave_actors._config.trust`). When the repository commits that
+file, whoever can push to it chooses which of its servers run there: worth a
+warning. Whether a file is tracked is a heuristic, so nothing is decided on
+it: approvals live in the user's home, where nothing inside a project can
+write. The only version control asked is git:
 
-* no ``.git`` directory or file in the file's directory or any parent: the
-  file is not in a git work tree, hence untracked, and git is not run;
-* ``git`` not on ``PATH``: taken as untracked (nothing else could have put the
-  file under version control on this machine), said in a debug log record;
+* no ``.git`` in the workdir or any parent: not in a git work tree, and git
+  is not run;
+* ``git`` not on ``PATH``: the answer is "unknown";
 * otherwise ``git ls-files --error-unmatch`` answers, within
-  :data:`GIT_TIMEOUT_SECONDS`. A file in the index counts as tracked, committed
-  or only staged. When git fails or does not answer in time, the answer is
-  "unknown", and callers treat that like "tracked": when in doubt, do not run
-  the repository's commands.
-
-git runs with ``core.fsmonitor`` off, since a work tree that arrived as an
-archive may carry its own ``.git/config`` naming a command for it, and without
-the caller's ``GIT_*`` variables, which could point it at another repository.
+  :data:`GIT_TIMEOUT_SECONDS`, run *from the workdir* (never from the file's
+  own directory, which a repository can make a bare repository of its own)
+  with ``safe.bareRepository=explicit``, ``core.fsmonitor`` off (a work tree
+  that arrived as an archive may carry its own ``.git/config`` naming a
+  command for it) and without the caller's ``GIT_*`` variables, which could
+  point it at another repository.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ class Tracking:
     """The answer about one file.
 
     :param tracked: ``True`` or ``False``, or ``None`` when it cannot be told.
-    :param reason: why, for a diagnostic or a log record.
+    :param reason: why, for a log record.
     """
 
     tracked: bool | None
@@ -61,23 +60,22 @@ def _git_environment() -> dict[str, str]:
     return environment
 
 
-def git_tracking(path: Path) -> Tracking:
-    """Ask whether git tracks ``path``; never raises (R-CFG-10).
+def git_tracking(workdir: Path, path: Path) -> Tracking:
+    """Ask whether git tracks ``path``, a file inside ``workdir``; never raises (R-CFG-10).
 
     Synchronous and safe in a worker thread: it may run ``git`` (bounded by
     :data:`GIT_TIMEOUT_SECONDS`) and waits for it.
 
-    :param path: an existing file, absolute.
+    :param workdir: the resolved project directory: git runs there.
+    :param path: an existing file under ``workdir``, absolute.
     """
-    directory = path.parent
-    if not _inside_git_work_tree(directory):
+    if not _inside_git_work_tree(workdir):
         return Tracking(False, "not inside a git work tree")
     git = shutil.which("git")
     if git is None:
-        logger.debug("git is not on PATH; %s is taken as not tracked by version control", path)
-        return Tracking(False, "git is not installed")
-    command = [git, "--no-pager", "-c", "core.fsmonitor=false", "-C", str(directory)]
-    command += ["ls-files", "--error-unmatch", "--", path.name]
+        return Tracking(None, "git is not installed")
+    command = [git, "--no-pager", "-c", "core.fsmonitor=false", "-c", "safe.bareRepository=explicit"]
+    command += ["-C", str(workdir), "ls-files", "--error-unmatch", "--", str(path.relative_to(workdir))]
     try:
         result = subprocess.run(
             command,
@@ -97,4 +95,5 @@ def git_tracking(path: Path) -> Tracking:
         return Tracking(False, "git does not track it")
     message = result.stderr.decode("utf-8", "replace").strip().splitlines()
     detail = message[0][:200] if message else f"exit status {result.returncode}"
+    logger.debug("cannot tell whether git tracks %s: %s", path, detail)
     return Tracking(None, f"git failed: {detail}")

@@ -7,7 +7,7 @@ from typing import TextIO
 import attrs
 
 from wave_actors import Host
-from wave_actors._console import status_table
+from wave_actors._console import printable, status_table
 
 __all__ = ["Check", "Step", "Walkthrough", "marks"]
 
@@ -60,7 +60,7 @@ class Walkthrough:
 
     def _print(self, text: str) -> None:
         if not self.as_json:
-            self.out.write(text + "\n")
+            self.out.write(printable(text) + "\n")  # texts quote what the servers said (R-CLI)
             self.out.flush()
 
     @property

@@ -65,7 +65,10 @@ class Roster(Protocol):
         ...
 
     async def attach(self, loaded: LoadedConfig) -> None:
-        """Take the session's first configuration: register (or attach to) its servers; nothing is dialed (R-DIAL-1)."""
+        """Take the session's first configuration: register (or attach to) its servers (R-DIAL-1).
+
+        Nothing is dialed for the session; a project may rebuild a dead shared connection (R-SCOPE-2).
+        """
         ...
 
     async def prepare_turn(self) -> None:

@@ -1,15 +1,16 @@
 """A session that shares its project's connections: a view onto the project's scope (``ownership="project"``).
 
 The actors are the scope's (:mod:`wave_actors._roster.project`); the session
-holds references to those its configuration names, and starts no task for
-them. Its callers' waits on a shared actor are bounded by the session's life
+holds references to the connections of the entries it loaded (its own name ->
+connection mapping: another session may use another connection under the
+same name), and starts no task for them. Its callers' waits on a shared actor are bounded by the session's life
 (:meth:`SharedRoster.waiting`), since the actor outlives it. A turn posts the
 due dials to the project and waits at most the ready budget (R-SCOPE-4).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Literal, final
@@ -23,9 +24,10 @@ from wave_actors._actor.messages import Connect
 from wave_actors._cache import ToolCache
 from wave_actors._catalog import KnownTool
 from wave_actors._config import LoadedConfig
-from wave_actors._parameters import Plugins, SessionSources
+from wave_actors._parameters import SessionSources
 from wave_actors._reconfigure import ReconfigureResult
 from wave_actors._roster.project import ProjectScope
+from wave_actors._roster.slots import Slot
 from wave_actors._status import SharedUse
 
 __all__ = ["SharedRoster"]
@@ -43,12 +45,13 @@ class SharedRoster:
     :param versions: the host's one sequence of snapshot versions (R-HOST-2).
     """
 
-    __slots__ = ("_actors", "_closed", "_scope", "_sources", "_versions", "_waits", "version")
+    __slots__ = ("_actors", "_closed", "_scope", "_slots", "_sources", "_versions", "_waits", "version")
 
     def __init__(self, scope: ProjectScope, sources: SessionSources, versions: Iterator[int]) -> None:
         self._scope = scope
         self._sources = sources
         self._versions = versions
+        self._slots: dict[str, Slot] = {}
         self._actors: dict[str, ServerActor] = {}
         self._closed = False
         self._waits: set[trio.CancelScope] = set()
@@ -66,13 +69,18 @@ class SharedRoster:
 
     @property
     def actors(self) -> Mapping[str, ServerActor]:
-        """The project's servers that the session's configuration names."""
+        """The project's connections of the entries the session loaded, by name."""
         return MappingProxyType(self._actors)
 
     @property
-    def names(self) -> Collection[str]:
-        """The servers the session uses now (for the scope)."""
-        return self._actors.keys()
+    def slots(self) -> Mapping[str, Slot]:
+        """The connection the session uses under each name, now (for the scope)."""
+        return MappingProxyType(self._slots)
+
+    @property
+    def sources(self) -> SessionSources:
+        """Where the session's configuration comes from (for the scope's reconcile)."""
+        return self._sources
 
     @property
     def tool_cache(self) -> ToolCache:
@@ -83,7 +91,7 @@ class SharedRoster:
         """How each of the session's servers is shared now; ``None`` once the session let go."""
         if self._closed:
             return None
-        return {name: self._scope.sharing(name) for name in self._actors}
+        return {name: self._scope.sharing(slot) for name, slot in self._slots.items()}
 
     @contextmanager
     def waiting(self) -> Generator[None]:
@@ -99,26 +107,24 @@ class SharedRoster:
             self._waits.discard(scope)
 
     def known_tool(self, name: str) -> KnownTool | None:
-        """What the project's servers that the session uses listed under ``name``, or what only the cache shows."""
-        return self._scope.group.known_tool(name, self._actors)
+        """What the project's connections that the session uses listed under ``name``, or what only the cache shows."""
+        return self._scope.group.known_tool(name, self._slots.values())
 
     # What the scope calls.
 
-    def take(self, name: str, actor: ServerActor) -> None:
-        """The session uses ``name`` from now on."""
+    def take(self, name: str, slot: Slot, actor: ServerActor) -> None:
+        """The session uses the connection ``slot`` under ``name`` from now on."""
+        self._slots[name] = slot
         self._actors[name] = actor
 
     def drop(self, name: str) -> None:
         """The session no longer uses ``name``."""
+        self._slots.pop(name, None)
         self._actors.pop(name, None)
 
     def changed(self) -> None:
         """Something the session sees changed: a new version."""
         self.version.value = next(self._versions)
-
-    async def load(self, plugins: Plugins | None) -> LoadedConfig:
-        """Load the session's configuration again, with new plugin sources if given."""
-        return await self._sources.load(plugins)
 
     # What the session calls.
 
@@ -130,7 +136,7 @@ class SharedRoster:
         """Post the due dials to the project, then wait at most the ready budget for what is still connecting (R-SCOPE-4)."""
         if self._closed:
             return
-        due = self._scope.group.due(self._actors)
+        due = self._scope.group.due(self._slots.values())
         for actor in due:
             actor.post(Connect(explicit=False))
         waiting = due + [actor for actor in self._actors.values() if not settled(actor.state) and actor not in due]

@@ -22,6 +22,7 @@ from wave_actors._tools.gateway import (
     call_gateway as call_gateway,
     describe_document as describe_document,
     error_result as error_result,
+    full_mode_refusal as full_mode_refusal,
     gateway_declarations as gateway_declarations,
     json_result as json_result,
     parse_request as parse_request,

@@ -19,7 +19,8 @@ for, its approval level and the session's snapshot, and gets an
 * **Every other tool keeps its own name** (R-APR-3). Tools that are not MCP
   tools are the host's business: the decision says so
   (``needs_approval is None``) and decides nothing. ``mcp_describe`` reads the
-  session's tool list and contacts no server, so it never needs approval.
+  session's tool list and contacts no server, so it never needs approval; its
+  decision names the server and tool its arguments name, for display (R-APR-4).
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ class ApprovalDecision:
     :param approver: who approves when it does: ``"human"``, or ``"host_ai"``
         for the host's automated check at :attr:`ApprovalLevel.PROXY`.
     :param mcp: the call reaches an MCP server (``mcp_call`` and ``mcp__*`` names).
-    :param server: the server's name, when known.
-    :param tool: the tool's raw name on that server, when known.
+    :param server: the server's name, when known: an MCP tool's, or the one an
+        ``mcp_call`` or ``mcp_describe`` names (R-APR-4).
+    :param tool: the tool's raw name on that server, when known (likewise).
     :param read_only: the tool is known to only read (its hint or an override);
         ``False`` when unknown.
     :param concurrency_safe: ``tool_overrides`` says it may run alongside
@@ -90,10 +92,15 @@ class ApprovalDecision:
 
     @property
     def display_name(self) -> str:
-        """``server.tool`` for an MCP tool whose server and tool are known, else :attr:`tool_name`: what a UI shows."""
-        if self.server is not None and self.tool is not None:
-            return f"{self.server}.{self.tool}"
-        return self.tool_name
+        """What a UI shows: ``server.tool`` for an MCP tool whose server and tool are known, else :attr:`tool_name`.
+
+        An ``mcp_describe`` that names a server and a tool shows both after its
+        own name (``mcp_describe fs.write_file``): it looks the tool up, it does not run it.
+        """
+        if self.server is None or self.tool is None:
+            return self.tool_name
+        named = f"{self.server}.{self.tool}"
+        return named if self.mcp else f"{self.tool_name} {named}"
 
 
 def _find(snapshot: SessionSnapshot, server: str, tool: str) -> ToolInfo | None:
@@ -148,7 +155,7 @@ def approval_decision(
     :param tool_name: the name the model called: ``mcp_call``, ``mcp_describe``,
         an ``mcp__{server}__{tool}`` name, or any of the host's own tools.
     :param arguments: the call's arguments, as a mapping or as JSON text; only
-        ``mcp_call``'s are read (for its server and tool).
+        ``mcp_call``'s and ``mcp_describe``'s are read (for their server and tool).
     :param level: the host's approval level.
     :param snapshot: the session's snapshot, for the tools' read-only-ness and names.
     """
@@ -164,12 +171,16 @@ def approval_decision(
         name = info.name if info is not None else model_visible_name(server, tool)
         return _decide(level, name, info, f"mcp_call restored to {name}", server, tool)
     if tool_name == MCP_DESCRIBE:
+        # Named when the arguments name them, so a host can show which tool is looked up (R-APR-4).
+        server, tool = requested_tool(arguments) or (None, None)
         return ApprovalDecision(
             MCP_DESCRIBE,
             False,
             None,
             False,
             "mcp_describe reads the session's tool list and contacts no server",
+            server=server,
+            tool=tool,
             read_only=True,
             concurrency_safe=True,
         )

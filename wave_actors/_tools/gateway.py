@@ -9,19 +9,28 @@ tells it which servers and tools exist:
   schema, from the session's tool list: no request reaches any server.
 
 A host forwards whatever the model called to :meth:`Session.call_tool
-<wave_actors.Session.call_tool>`, gateway or not. This module is the pure
+<wave_actors.Session.call_tool>`, gateway or not. The gateway exists only in
+working-set mode: told the turn is in full mode, both tools answer
+:func:`full_mode_refusal` and send nothing (R-WS-7). This module is the pure
 part: the declarations, reading the model's arguments (:func:`parse_request`),
 finding the tool in a snapshot (:func:`resolve`), and the answers. Names
 resolve only among the session's enabled servers, by exact name.
 
 Every mistake is answered with a result the model can act on
-(``isError: true``, never an exception), and nothing is sent: a server that
-does not exist names the servers that do; a tool that does not exist names
-the server's tools; an empty tool list says *why* it is empty (the server
-failed to sync, is not connected yet, or lists nothing) rather than "no such
-tool"; arguments that are not a JSON object are refused. The tool's own
-arguments go in ``arguments``: a flattened call (``{"server", "tool", "path"}``)
-is refused rather than sent without ``path``.
+(``isError: true``, never an exception, R-WS-6), and nothing is sent: a
+server that does not exist names the servers that do; a tool that does not
+exist names the server's tools; an empty tool list says *why* it is empty
+(the server failed to sync, is not connected yet, or lists nothing) rather
+than "no such tool"; arguments that are not a JSON object are refused, JSON
+text nested too deeply to read included. The tool's own arguments go in
+``arguments``: a flattened call (``{"server", "tool", "path"}``) is refused
+rather than sent without ``path``.
+
+What an answer quotes back of the model's input is cut to
+:data:`~wave_actors._escaping.ECHO_LIMIT` characters, saying the length, and
+at most :data:`_LISTED_KEYS` unexpected keys are named (R-WS-6). Names, the
+model's and the servers', are JSON strings with line breaks and invisible
+characters escaped (R-WS-5).
 """
 
 from __future__ import annotations
@@ -32,8 +41,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
+from wave_actors._escaping import bounded, echoed, quoted
 from wave_actors._status import ServerStatus, SessionSnapshot, ToolInfo, Unavailable, unavailable
-from wave_actors._tools.declarations import ToolDeclaration
+from wave_actors._tools.declarations import LoadMode, ToolDeclaration
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS, sanitize_schema
 from wave_actors._tools.working_set import unavailable_reason
 
@@ -48,6 +58,7 @@ __all__ = [
     "call_gateway",
     "describe_document",
     "error_result",
+    "full_mode_refusal",
     "gateway_declarations",
     "json_result",
     "parse_request",
@@ -62,6 +73,12 @@ MCP_DESCRIBE: Final = "mcp_describe"
 """Describes a tool of a server, schema included: ``{server, tool}``."""
 
 GATEWAY_TOOLS: Final = frozenset({MCP_CALL, MCP_DESCRIBE})
+
+_LISTED_KEYS: Final = 10
+"""The most unexpected keys of a model's arguments an answer names."""
+
+_MESSAGE_LIMIT: Final = 1000
+"""The most characters of a refusal's reason that may quote the model's input (a key path, say)."""
 
 _SERVER_PROPERTY: Final = {"type": "string", "description": "The MCP server's name, as listed in the MCP working set."}
 _TOOL_PROPERTY: Final = {"type": "string", "description": "The tool's name on that server, as listed."}
@@ -126,16 +143,25 @@ class GatewayRequest:
     arguments: Mapping[str, Any] | None = None
 
 
-def _object(value: object) -> Mapping[str, Any] | None:
-    """A JSON object, given as a mapping or as JSON text; ``None`` when it is neither."""
+def _object(value: object) -> Mapping[str, Any] | str:
+    """A JSON object, given as a mapping or as JSON text; otherwise what ``value`` is, in words for the model.
+
+    Never raises: JSON text nested deeper than the decoder's recursion allows
+    is a mistake like any other (R-WS-6).
+    """
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            decoded: object = json.loads(value)
+        except RecursionError:
+            return "JSON text nested too deeply to read"
         except ValueError:
-            return None
+            decoded = None
+        if isinstance(decoded, Mapping):
+            return cast("Mapping[str, Any]", decoded)
+        return "a string that is not a JSON object"
     if isinstance(value, Mapping):
         return cast("Mapping[str, Any]", value)
-    return None
+    return _kind(value)
 
 
 def _kind(value: object) -> str:
@@ -145,11 +171,14 @@ def _kind(value: object) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    if isinstance(value, str):
-        return "a string that is not a JSON object"
     if isinstance(value, list | tuple):
         return "an array"
     return f"a {type(value).__name__}"
+
+
+def _unexpected(keys: list[str]) -> str:
+    named = ", ".join(echoed(key) for key in keys[:_LISTED_KEYS])
+    return named if len(keys) <= _LISTED_KEYS else f"{named} and {len(keys) - _LISTED_KEYS} more"
 
 
 def parse_request(gateway: str, arguments: object) -> GatewayRequest | str:
@@ -165,8 +194,8 @@ def parse_request(gateway: str, arguments: object) -> GatewayRequest | str:
     expected = '{"server": ..., "tool": ..., "arguments": {...}}' if gateway == MCP_CALL else '{"server", "tool"}'
     nothing_sent = "Nothing was sent."
     given = _object(arguments)
-    if given is None:
-        return f"{gateway} takes a JSON object {expected}, not {_kind(arguments)}. {nothing_sent}"
+    if isinstance(given, str):
+        return f"{gateway} takes a JSON object {expected}, not {given}. {nothing_sent}"
     problems: list[str] = []
     for key in ("server", "tool"):
         value = given.get(key)
@@ -175,15 +204,17 @@ def parse_request(gateway: str, arguments: object) -> GatewayRequest | str:
     allowed = {"server", "tool", "arguments"} if gateway == MCP_CALL else {"server", "tool"}
     extra = sorted(str(key) for key in given if key not in allowed)
     if extra:
-        listed = ", ".join(json.dumps(key, ensure_ascii=False) for key in extra)
+        listed = _unexpected(extra)
         where = 'put the tool\'s own arguments inside "arguments"' if gateway == MCP_CALL else "only server and tool"
         problems.append(f"unexpected {listed} ({where})")
     inner: Mapping[str, Any] | None = None
     if gateway == MCP_CALL:
         raw = given.get("arguments")
-        inner = {} if raw is None else _object(raw)
-        if inner is None:
-            problems.append(f'"arguments" must be a JSON object, not {_kind(raw)}')
+        read: Mapping[str, Any] | str = {} if raw is None else _object(raw)
+        if isinstance(read, str):
+            problems.append(f'"arguments" must be a JSON object, not {read}')
+        else:
+            inner = read
     if problems:
         return f"{gateway} needs {expected}: " + "; ".join(problems) + f". {nothing_sent}"
     return GatewayRequest(gateway, cast(str, given["server"]), cast(str, given["tool"]), inner)
@@ -196,7 +227,7 @@ def requested_tool(arguments: object) -> tuple[str, str] | None:
     :returns: both names when both are non-empty strings, else ``None``.
     """
     given = _object(arguments)
-    if given is None:
+    if isinstance(given, str):
         return None
     server, tool = given.get("server"), given.get("tool")
     if isinstance(server, str) and server and isinstance(tool, str) and tool:
@@ -205,7 +236,7 @@ def requested_tool(arguments: object) -> tuple[str, str] | None:
 
 
 def _listed(names: Iterable[str]) -> str:
-    return ", ".join(json.dumps(name, ensure_ascii=False) for name in names) or "none"
+    return ", ".join(quoted(name) for name in names) or "none"
 
 
 def resolve(request: GatewayRequest, snapshot: SessionSnapshot) -> ToolInfo | str:
@@ -224,7 +255,7 @@ def resolve(request: GatewayRequest, snapshot: SessionSnapshot) -> ToolInfo | st
     status = next((status for status in servers if status.name == request.server), None)
     if status is None:
         return (
-            f"There is no MCP server {json.dumps(request.server, ensure_ascii=False)} in this session. "
+            f"There is no MCP server {echoed(request.server)} in this session. "
             f"Servers: {_listed(status.name for status in servers)}. Nothing was sent."
         )
     tools = () if status.tools_cached else status.tools
@@ -234,14 +265,14 @@ def resolve(request: GatewayRequest, snapshot: SessionSnapshot) -> ToolInfo | st
         if tool.tool == request.tool:
             return tool
     return (
-        f"Server {json.dumps(status.name, ensure_ascii=False)} has no tool "
-        f"{json.dumps(request.tool, ensure_ascii=False)}. Its tools: {_listed(sorted(tool.tool for tool in tools))}. "
+        f"Server {quoted(status.name)} has no tool "
+        f"{echoed(request.tool)}. Its tools: {_listed(sorted(tool.tool for tool in tools))}. "
         "Nothing was sent."
     )
 
 
 def _empty_list(status: ServerStatus) -> str:
-    name = json.dumps(status.name, ensure_ascii=False)
+    name = quoted(status.name)
     reason = unavailable_reason(status)
     why = unavailable(status.state, manually_disconnected=status.manually_disconnected)
     if why in (Unavailable.FAILED, Unavailable.RECONNECTING) and status.error:
@@ -296,12 +327,26 @@ def json_result(document: Mapping[str, Any]) -> mcp_types.CallToolResult:
     )
 
 
+def full_mode_refusal(gateway: str) -> str:
+    """What a model that calls ``gateway`` in a full-mode turn is told: the gateway is not part of that turn (R-WS-7).
+
+    :param gateway: :data:`MCP_CALL` or :data:`MCP_DESCRIBE`.
+    """
+    return (
+        f"{gateway} belongs to the MCP working-set mode, and this turn is in full mode: every MCP tool is "
+        "declared under its own name (mcp__{server}__{tool}) with its schema. Call the tool by that name. "
+        "Nothing was sent."
+    )
+
+
 async def call_gateway(
     gateway: str,
     arguments: object,
     snapshot: SessionSnapshot,
     call_tool: Callable[[str, Mapping[str, Any] | None], Awaitable[mcp_types.CallToolResult]],
     dropped_keywords: Iterable[str] = DEFAULT_DROPPED_KEYWORDS,
+    *,
+    mode: LoadMode | None = None,
 ) -> mcp_types.CallToolResult:
     """Run ``mcp_call`` or ``mcp_describe`` (R-WS-4): every mistake is a result for the model, and nothing is sent.
 
@@ -313,7 +358,12 @@ async def call_gateway(
         resolved ``mcp_call`` has a direct call's deadline, no-replay and error
         rules (R-TOOL-4..6); its exceptions propagate.
     :param dropped_keywords: schema keywords ``mcp_describe`` strips (R-TOOL-2).
+    :param mode: the turn's load mode, when the caller knows it: in
+        :attr:`LoadMode.FULL` the gateway does not exist, and both tools
+        answer :func:`full_mode_refusal` (R-WS-7); ``None`` runs them.
     """
+    if mode is LoadMode.FULL:
+        return error_result(full_mode_refusal(gateway))
     request = parse_request(gateway, arguments)
     if isinstance(request, str):
         return error_result(request)
@@ -325,5 +375,6 @@ async def call_gateway(
     try:
         return await call_tool(tool.name, request.arguments)
     except TypeError as error:
-        why = str(error).removesuffix("; nothing was sent")
-        return error_result(f"mcp_call: the arguments of {tool.tool!r} cannot be sent: {why}. Nothing was sent.")
+        # The reason may name the model's keys on the way to the bad value: bounded like any echo (R-WS-6).
+        why = bounded(str(error).removesuffix("; nothing was sent"), _MESSAGE_LIMIT)
+        return error_result(f"mcp_call: the arguments of {quoted(tool.tool)} cannot be sent: {why}. Nothing was sent.")

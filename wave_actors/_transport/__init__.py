@@ -1,13 +1,13 @@
 """Transports: one MCP connection per call to :func:`open_connection`, and process reclamation.
 
 :mod:`.dial` opens connections (over :mod:`.stdio` or :mod:`.remote`),
-:mod:`.connection` carries their requests, :mod:`.failures` is the one place
-where failures from below become our errors. For stdio, :mod:`.spawn` starts
+:mod:`.connection` carries their requests, :mod:`.server_requests` answers
+the servers' own, :mod:`.failures` is the one place where failures from
+below become our errors. For stdio, :mod:`.spawn` starts
 the server, :mod:`.framing` cuts its stdout into messages, and
 :mod:`.reclamation` reclaims its process family, which :mod:`.proctree` finds;
 what a family is (its tag, its graces, ``/proc``) is the leaf both this
-package and the watchdog stand on, :mod:`wave_actors._family`. Callers: the
-server actor (``wave_actors._actor``) and the options (``wave_actors._options``).
+package and the watchdog stand on, :mod:`wave_actors._family`.
 """
 
 from wave_actors._family.graces import Graces as Graces

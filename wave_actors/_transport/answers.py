@@ -1,4 +1,4 @@
-"""Answers no request may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9).
+"""Answers no request may wait for in vain, and tool listings that survive one bad tool (R-TOOL-9, R-TOOL-12).
 
 The MCP SDK matches an answer to its request only once the answer is a valid
 JSON-RPC message, and validates a whole tool listing at once. Holes
@@ -18,16 +18,18 @@ SDK's session, by rewriting what travels on the SDK's streams:
   the tools the SDK would reject out of their answers, recording which and
   why, so the server keeps its valid tools.
 - An answer larger than the transport's limit on one message
-  (``TransportOptions.max_message_bytes``) is dropped by the HTTP and SSE
-  transports; :func:`oversized_answer` fails its request at once, naming
-  the limit, and the connection goes on.
+  (``TransportOptions.max_message_bytes``) is dropped unread by every
+  transport; :func:`oversized_answer` fails its request at once, naming the
+  limit, and the connection goes on (R-TOOL-12). Over stdio and SSE the
+  request is found by the id at either end of the message
+  (:func:`oversized_message`).
 
 The error answers it makes carry a :class:`Refusal` as their ``data``: a
 Python object no server can send, so
 :func:`~wave_actors._transport.failures.classify` can tell them from the
 server's own errors. :func:`checked_streams` wraps a transport's streams for
-:func:`~wave_actors._transport.dial.open_connection`; the stdio reader and
-writer (:mod:`.stdio`) call the two line-level functions.
+:func:`~wave_actors._transport.dial.open_connection`; the stdio transport's
+:mod:`.stdout` and :mod:`.stdin`, and :mod:`.sse`, call the two line-level functions.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import trio
 
 from wave_actors._config.redact import describe_secret
 from wave_actors._transport.progress import ProgressRoutes
+from wave_actors._transport.server_requests import ServerRequests
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
@@ -53,7 +56,9 @@ __all__ = [
     "answered_id",
     "checked_streams",
     "malformed_answer",
+    "misaddressed_answer",
     "oversized_answer",
+    "oversized_message",
     "unsendable_request",
 ]
 
@@ -79,6 +84,8 @@ class Refusal(enum.Enum):
     """It could not be written to the server."""
     TOO_LARGE = "too large"
     """The server's answer to it was larger than the transport's limit on one message."""
+    MISADDRESSED = "misaddressed"
+    """What came back on its own HTTP exchange was not its answer (another request's id, or no answer at all)."""
 
 
 def malformed_answer(server: str, line: bytes, error: ValueError) -> SessionMessage | None:
@@ -117,32 +124,73 @@ def _readable_answer(line: bytes, error: ValueError) -> tuple[RequestId, str] | 
     return request_id, _what_is_wrong(message, error)
 
 
-# The start of an answer whose body is too deep even for Python's parser: its top-level id is
-# still readable when only simple members come before the result, as serializers write them.
+# The start of an answer: only simple members before its result, as serializers write them; its
+# top-level id is readable there when one of them is the id (the MCP Python SDK writes it second).
 _ANSWER_START: Final = re.compile(
-    rb'\A\s*\{(?P<members>(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)+)\s*"(?:result|error)"\s*:'
+    rb'\A\s*\{(?P<members>(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*)\s*"(?:result|error)"\s*:'
 )
+# The end of an answer whose simple members come after its result (the TypeScript SDK writes
+# `{"result": ..., "jsonrpc": "2.0", "id": 7}`): members closed by the one brace that ends the line.
+_ANSWER_END: Final = re.compile(rb'(?P<members>(?:,\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*)+)\}\s*\Z')
 _ID_MEMBER: Final = re.compile(rb'"id"\s*:\s*(?:(?P<number>-?\d+)|"(?P<text>[^"\\]*)")')
+_EDGE_BYTES: Final = 4096
 
 
 def _too_deep_answer(line: bytes) -> tuple[RequestId, str] | None:
-    request_id = answered_id(line)
+    request_id = answered_id(line[:_EDGE_BYTES], line[-_EDGE_BYTES:])
     return None if request_id is None else (request_id, _TOO_DEEP)
 
 
-def answered_id(head: bytes) -> RequestId | None:
-    """The top-level id of the answer that starts with ``head``, if it can be read there.
+def answered_id(head: bytes, tail: bytes = b"") -> RequestId | None:
+    """The top-level id of the answer that starts with ``head`` and ends with ``tail``, if it can be read there.
 
-    For an answer too large to keep (:func:`oversized_answer`): serializers
-    write ``jsonrpc`` and ``id`` before ``result``, so the id is in the first
-    bytes; ``None`` when it is not.
+    For an answer too large to keep (:func:`oversized_answer`) or to parse:
+    the start must be that of an answer (simple members, then ``result`` or
+    ``error``), and the id is read among the simple members before the
+    result or, failing that, among those after it, which only the brace
+    closing the message may follow. Both places hold top-level members only,
+    so an id nested in the result is never taken for the answer's.
+
+    :param head: the first bytes of the message (4 KiB are enough).
+    :param tail: its last bytes; empty when they were not kept.
+    :returns: ``None`` when the message does not start as an answer, or no id is in either place.
     """
-    start = _ANSWER_START.match(head, 0, 4096)
-    member = _ID_MEMBER.search(start.group("members")) if start is not None else None
+    start = _ANSWER_START.match(head, 0, _EDGE_BYTES)
+    if start is None:
+        return None
+    member = _ID_MEMBER.search(start.group("members"))
+    if member is None and tail:
+        end = _ANSWER_END.search(tail[-_EDGE_BYTES:])
+        member = _ID_MEMBER.search(end.group("members")) if end is not None else None
     if member is None:
         return None
     number, text = member.group("number"), member.group("text")
     return int(number) if number is not None else text.decode("utf-8", "replace")
+
+
+def oversized_message(server: str, head: bytes, tail: bytes, limit: int) -> SessionMessage | None:
+    """What a message larger than ``limit`` bytes, dropped unread, becomes (R-TOOL-12).
+
+    :param server: the server's name, for the log.
+    :param head: the message's first bytes.
+    :param tail: its last bytes (empty when the transport did not keep them).
+    :param limit: the limit it passed.
+    :returns: an error answer failing the request it answered, whose id is
+        read from its ends (:func:`answered_id`); ``None`` when no id can be
+        read there (a notification, a request of the server's, or an answer
+        written in an unusual order), after a warning: nothing can be failed
+        with it, and a request it may have answered ends at its own deadline.
+    """
+    request_id = answered_id(head, tail)
+    if request_id is None:
+        logger.warning(
+            "server %r: dropped a message of over %d bytes (TransportOptions.max_message_bytes); "
+            "no request id could be read in it",
+            server,
+            limit,
+        )
+        return None
+    return oversized_answer(request_id, limit)
 
 
 def oversized_answer(request_id: RequestId, limit: int) -> SessionMessage:
@@ -156,6 +204,20 @@ def oversized_answer(request_id: RequestId, limit: int) -> SessionMessage:
         "(TransportOptions.max_message_bytes); it was dropped, and the connection is fine"
     )
     return _error_answer(request_id, text, Refusal.TOO_LARGE)
+
+
+def misaddressed_answer(request_id: RequestId, what: str) -> SessionMessage:
+    """An error answer for a request whose own HTTP exchange brought back something else than its answer.
+
+    Over streamable HTTP the answer on a POST's stream belongs to that POST's
+    request (R-TOOL-14): what came instead is dropped, completes no other
+    request, and this request fails at once as a protocol error.
+
+    :param request_id: the request the POST carried.
+    :param what: what came back instead, e.g. ``"the answer to request 7"``.
+    """
+    text = f"the server sent {what} in reply to this request: a protocol error; it was dropped"
+    return _error_answer(request_id, text, Refusal.MISADDRESSED)
 
 
 def unsendable_request(message: SessionMessage, error: Exception) -> SessionMessage | None:
@@ -312,23 +374,34 @@ def _correlated(request_id: RequestId) -> RequestId:
 
 
 class _CheckedReadStream(trio.abc.AsyncResource):
-    """A read stream handing progress to its callers, then every other item to
-    :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``)."""
+    """A read stream handing progress to its callers and the server's requests to their answerer, then every
+    other item to :meth:`ToolListingCheck.received` (the SDK's ``ReadStream``); it ends after a flood of requests."""
 
-    def __init__(self, inner: Any, check: ToolListingCheck, progress: ProgressRoutes | None) -> None:
+    def __init__(
+        self, inner: Any, check: ToolListingCheck, progress: ProgressRoutes | None, requests: ServerRequests | None
+    ) -> None:
+        import anyio
+
         self._inner = inner
         self._check = check
         self._progress = progress
+        self._requests = requests
+        self._end = anyio.EndOfStream
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
-        item = await self._inner.receive()
-        while self._progress is not None and self._progress.deliver(item):
+        while True:
+            if self._requests is not None and self._requests.flooded:
+                raise self._end  # the connection is lost: what the server sends now is not handed on
             item = await self._inner.receive()
-        return self._check.received(item)
+            if self._progress is not None and self._progress.deliver(item):
+                continue
+            if self._requests is not None and self._requests.received(item):
+                continue
+            return self._check.received(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -337,10 +410,10 @@ class _CheckedReadStream(trio.abc.AsyncResource):
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        item = await self._inner.__anext__()
-        while self._progress is not None and self._progress.deliver(item):
-            item = await self._inner.__anext__()
-        return self._check.received(item)
+        try:
+            return await self.receive()
+        except self._end:
+            raise StopAsyncIteration from None
 
 
 class _CheckedWriteStream(trio.abc.AsyncResource):
@@ -359,13 +432,20 @@ class _CheckedWriteStream(trio.abc.AsyncResource):
 
 
 def checked_streams(
-    read_stream: Any, write_stream: Any, check: ToolListingCheck, progress: ProgressRoutes | None = None
+    read_stream: Any,
+    write_stream: Any,
+    check: ToolListingCheck,
+    progress: ProgressRoutes | None = None,
+    requests: ServerRequests | None = None,
 ) -> tuple[Any, Any]:
-    """``(read_stream, write_stream)`` as the SDK should see them: through ``check`` (and ``progress``).
+    """``(read_stream, write_stream)`` as the SDK should see them: through ``check`` (and ``progress``, ``requests``).
 
     :param read_stream: the transport's stream of incoming messages.
     :param write_stream: the transport's stream of outgoing messages.
     :param check: the connection's tool-listing check.
     :param progress: the connection's progress routes (R-TOOL-10); their notifications never reach the SDK.
+    :param requests: the connection's answerer of the server's requests
+        (R-TOOL-13); those requests never reach the SDK, and the read stream
+        ends once they flood it.
     """
-    return _CheckedReadStream(read_stream, check, progress), _CheckedWriteStream(write_stream, check)
+    return _CheckedReadStream(read_stream, check, progress, requests), _CheckedWriteStream(write_stream, check)

@@ -2,9 +2,10 @@
 
 :class:`Connection` is built only by
 :func:`~wave_actors._transport.dial.open_connection`, and used by the
-server's actor (``wave_actors._actor.actor``): it lists tools, carries tool
-calls from any task, and reports a loss the transport noticed by itself
-(:meth:`Connection.wait_lost`). Failures of a request are worded by
+actor's transport task (``wave_actors._actor.transport_task``), which lists
+tools and waits for a loss the transport noticed by itself
+(:meth:`Connection.wait_lost`), and by the actor
+(``wave_actors._actor.actor``), whose tool calls it carries from any task. Failures of a request are worded by
 :func:`~wave_actors._transport.failures.request_error`, so a caller only ever
 sees our own errors.
 """

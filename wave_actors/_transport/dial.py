@@ -1,7 +1,7 @@
 """Dialing one MCP server: import the SDK, open the transport, run the handshake.
 
-:func:`open_connection` is the transport's only way in; the server's actor
-(``wave_actors._actor.actor``) calls it from its transport task. It is an
+:func:`open_connection` is the transport's only way in; the actor's transport
+child (:func:`~wave_actors._actor.transport_task.run_transport`) calls it. It is an
 async context manager that must be entered and exited by the same task (anyio
 scopes inside the SDK require it, python-sdk #577). Leaving it, for any
 reason, closes the connection and, for stdio, reclaims the process family
@@ -9,7 +9,10 @@ before it returns.
 
 The transports themselves live in :mod:`.stdio` and :mod:`.remote`; the
 connection it yields in :mod:`.connection`; what its failures become, in
-:mod:`.failures`; importing the SDK, in :mod:`.sdk_import`.
+:mod:`.failures`; importing the SDK, in :mod:`.sdk_import`. What the SDK's
+session sees of the transport's streams is filtered by :mod:`.answers`, and
+the server's own requests never reach it: :mod:`.server_requests` answers
+them, from a nursery of this connection's.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from wave_actors._transport.progress import ProgressRoutes
 from wave_actors._transport.redaction import install_log_redaction, redact_text
 from wave_actors._transport.remote import heartbeat, open_remote_transport
 from wave_actors._transport.sdk_import import load_sdk
+from wave_actors._transport.server_requests import ServerRequests
 
 if TYPE_CHECKING:
     import mcp_types
@@ -115,51 +119,56 @@ async def open_connection(
 
     listing = ToolListingCheck(config.name)
     progress = ProgressRoutes(config.name)
+    requests = ServerRequests(config.name, on_lost)
     name, version = client_implementation(options)
     client_info = Implementation(name=name, version=version)
     with DialBoundary(config.name) as boundary:
-        async with _open_streams(config, options, on_lost, on_renewed, goodbye_due) as (
-            read_stream,
-            write_stream,
-            process,
+        async with (
+            _open_streams(config, options, on_lost, on_renewed, goodbye_due) as (read_stream, write_stream, process),
+            trio.open_nursery() as answering,
         ):
             boundary.stderr = process.stderr if process is not None else None
-            read_stream, write_stream = checked_streams(read_stream, write_stream, listing, progress)
-            async with ClientSession(
-                read_stream, write_stream, message_handler=handle_message, client_info=client_info
-            ) as session:
-                try:
-                    result = await session.initialize()
-                except Exception as exc:
-                    # A dead server's exit status says more than "connection closed".
-                    cause = ConnectionError(lost_reason[0]) if lost_reason else exc
-                    raise dial_error(cause, server=config.name, stderr=boundary.stderr) from exc
-                if lost_reason:
-                    raise dial_error(ConnectionError(lost_reason[0]), server=config.name, stderr=boundary.stderr)
-                if process is not None:
-                    process.established = True
-                listing.protocol_version = session.protocol_version
-                connection = Connection(
-                    server=config.name,
-                    session=session,
-                    initialize_result=result,
-                    pid=process.pid if process is not None else None,
-                    stderr=boundary.stderr,
-                    listing=listing,
-                    progress=progress,
-                )
-                boundary.established = True
-                async with trio.open_nursery() as watchers:
-                    if transport is not TransportType.STDIO and options.ping_interval is not None:
-                        watchers.start_soon(heartbeat, connection, options.ping_interval, options.ping_timeout)
+            # The server's requests are answered on this transport, by a task of this connection (R-TOOL-13).
+            requests.attach(answering, write_stream)
+            read_stream, write_stream = checked_streams(read_stream, write_stream, listing, progress, requests)
+            try:
+                async with ClientSession(
+                    read_stream, write_stream, message_handler=handle_message, client_info=client_info
+                ) as session:
                     try:
-                        yield connection
-                    except BaseException as exc:
-                        boundary.caller_error = exc
-                        raise
-                    finally:
-                        closing = True
-                        watchers.cancel_scope.cancel()
+                        result = await session.initialize()
+                    except Exception as exc:
+                        # A dead server's exit status says more than "connection closed".
+                        cause = ConnectionError(lost_reason[0]) if lost_reason else exc
+                        raise dial_error(cause, server=config.name, stderr=boundary.stderr) from exc
+                    if lost_reason:
+                        raise dial_error(ConnectionError(lost_reason[0]), server=config.name, stderr=boundary.stderr)
+                    if process is not None:
+                        process.established = True
+                    listing.protocol_version = session.protocol_version
+                    connection = Connection(
+                        server=config.name,
+                        session=session,
+                        initialize_result=result,
+                        pid=process.pid if process is not None else None,
+                        stderr=boundary.stderr,
+                        listing=listing,
+                        progress=progress,
+                    )
+                    boundary.established = True
+                    async with trio.open_nursery() as watchers:
+                        if transport is not TransportType.STDIO and options.ping_interval is not None:
+                            watchers.start_soon(heartbeat, connection, options.ping_interval, options.ping_timeout)
+                        try:
+                            yield connection
+                        except BaseException as exc:
+                            boundary.caller_error = exc
+                            raise
+                        finally:
+                            closing = True
+                            watchers.cancel_scope.cancel()
+            finally:
+                answering.cancel_scope.cancel()
 
 
 @asynccontextmanager

@@ -62,7 +62,7 @@ class Failure(enum.Enum):
     UNSERIALIZABLE = enum.auto()
     """The request's arguments cannot be written as JSON; it was not sent."""
     MALFORMED = enum.auto()
-    """The server's answer to this request was not a valid JSON-RPC response; the connection is fine."""
+    """The server's answer to this request was not a valid JSON-RPC response, or not its own; the connection is fine."""
     REJECTED = enum.auto()
     """The server's answer was malformed, or broke the tool's own output schema."""
     TOO_LARGE = enum.auto()
@@ -99,6 +99,7 @@ _REFUSALS: Final = {
     Refusal.MALFORMED: Failure.MALFORMED,
     Refusal.UNSENDABLE: Failure.UNSERIALIZABLE,
     Refusal.TOO_LARGE: Failure.TOO_LARGE,
+    Refusal.MISADDRESSED: Failure.MALFORMED,
 }
 
 

@@ -1,9 +1,10 @@
 """The streamable HTTP transport: the SDK's client, kept in a live server-side session, which it ends on close.
 
 :func:`open_http_transport` is what :mod:`.remote` opens for ``http``
-entries. It runs the SDK's ``streamable_http_client`` unchanged and adds what
-it lacks by watching two things: the HTTP exchanges (httpx event hooks on the
-client it hands the SDK) and the JSON-RPC messages on the SDK's streams.
+entries. It runs the SDK's streamable HTTP transport, each request's POST
+owned by its request (:mod:`.http_posts`), and adds what it lacks by watching
+two things: the HTTP exchanges (httpx event hooks on the client it hands the
+SDK) and the JSON-RPC messages on the SDK's streams.
 
 - **Goodbye** (R-KILL-8). The SDK sends its ``DELETE`` only when its block
   exits normally, and a connection here is closed by cancellation. Unless the
@@ -29,6 +30,10 @@ client it hands the SDK) and the JSON-RPC messages on the SDK's streams.
   answer is rewritten to name the limit
   (:func:`~wave_actors._transport.answers.oversized_answer`). The connection
   itself is fine and stays up.
+- **Answers to the server's own requests stay in their session** (R-TOOL-13).
+  A request of the server's is tagged with the session it came on; its
+  answer is sent with that session's id, and dropped if the session was
+  renewed meanwhile, never sent into the new one.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp_types import RequestId
 
+    from wave_actors._transport.http_posts import RequestPosts
     from wave_actors._transport.options import TransportOptions
 
 __all__ = ["open_http_transport"]
@@ -143,9 +149,12 @@ class _HttpSession:
         on_renewed: Callable[[], None],
         renew_timeout: float,
     ) -> None:
+        from mcp.shared.message import ClientMessageMetadata, SessionMessage
         from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
         self._config = config
+        self.server = config.name
+        """The server's name, for the log."""
         self._on_lost = on_lost
         self._on_renewed = on_renewed
         self._renew_timeout = renew_timeout
@@ -172,6 +181,8 @@ class _HttpSession:
         self._notification_type = JSONRPCNotification
         self._answer_types = (JSONRPCResponse, JSONRPCError)
         self._error_type = JSONRPCError
+        self._message = SessionMessage
+        self._metadata = ClientMessageMetadata
 
     # HTTP: the event hooks of the client the SDK uses.
 
@@ -206,8 +217,11 @@ class _HttpSession:
 
     # Messages: what the SDK sends, and what reaches it.
 
-    def sending(self, item: SessionMessage) -> None:
-        """Note a message the SDK sends: requests in flight, the first ``initialize``, cancellations."""
+    def sending(self, item: SessionMessage) -> RequestId | None:
+        """Note a message the SDK sends: requests in flight, the first ``initialize``, cancellations.
+
+        :returns: the id of the request ``item`` cancels, if it is a cancellation.
+        """
         message = item.message
         if isinstance(message, self._request_type):
             if message.method == "initialize" and self._initialize is None:
@@ -216,8 +230,10 @@ class _HttpSession:
         elif isinstance(message, self._notification_type) and message.method == "notifications/cancelled":
             params = cast("dict[str, object]", message.params or {})
             cancelled = params.get("requestId")
-            if isinstance(cancelled, int | str):
+            if isinstance(cancelled, int | str) and not isinstance(cancelled, bool):
                 self._sent.pop(cancelled, None)  # its caller gave up: never send it again
+                return cancelled
+        return None
 
     @property
     def holding(self) -> trio.Event | None:
@@ -229,6 +245,9 @@ class _HttpSession:
         if isinstance(item, Exception):
             return item
         message = item.message
+        if isinstance(message, self._request_type) and self.session_id is not None:
+            # A request of the server's: its answer belongs to the session that asked (R-TOOL-13).
+            return self._message(message, metadata=self._metadata(headers={_SESSION_HEADER: self.session_id}))
         if not isinstance(message, self._answer_types) or message.id is None:
             return item
         request_id = message.id
@@ -263,6 +282,18 @@ class _HttpSession:
         if (limit := _EVENT_LIMIT.search(error.message)) is not None and error.code == _connection_closed():
             return oversized_answer(request_id, int(limit.group(1)))
         return item
+
+    def asked_before(self, item: SessionMessage) -> bool:
+        """Whether ``item`` answers a request of the server's that a session other than the current one sent.
+
+        Such an answer is dropped, never sent into the new session: the
+        server that renewed the session is no longer waiting for it (R-TOOL-13).
+        """
+        metadata = item.metadata
+        if not isinstance(item.message, self._answer_types) or not isinstance(metadata, self._metadata):
+            return False
+        asked = (metadata.headers or {}).get(_SESSION_HEADER)
+        return asked is not None and asked != self.session_id
 
     def _forgotten(self, request_id: RequestId, why: str) -> SessionMessage:
         # The code of a closed connection: the caller is told the loss reason (ServerUnavailable).
@@ -393,16 +424,24 @@ def _connection_closed() -> int:
 
 
 class _SessionWriteStream:
-    """The SDK transport's write stream, noting what goes out and holding it while the session is renewed."""
+    """The SDK transport's write stream, noting what goes out and holding it while the session is renewed.
 
-    def __init__(self, inner: Any, session: _HttpSession) -> None:
+    A request's cancellation aborts the request's POST before anything else (R-TOOL-14).
+    """
+
+    def __init__(self, inner: Any, session: _HttpSession, posts: RequestPosts) -> None:
         self._inner = inner
         self._session = session
+        self._posts = posts
 
     async def send(self, item: SessionMessage, /) -> None:
-        self._session.sending(item)
+        if (abandoned := self._session.sending(item)) is not None:
+            self._posts.abandon(abandoned)
         while (holding := self._session.holding) is not None:
             await holding.wait()
+        if self._session.asked_before(item):
+            logger.debug("server %r: an answer to a request of an ended HTTP session was dropped", self._session.server)
+            return
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -439,24 +478,27 @@ async def open_http_transport(
     assert config.url is not None
     import anyio
     import httpx2
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.message import SessionMessage
+
+    from wave_actors._transport.http_posts import open_request_posts
 
     session = _HttpSession(config, on_lost=on_lost, on_renewed=on_renewed, renew_timeout=options.http_timeout)
     timeout = httpx2.Timeout(options.http_timeout, read=_READ_TIMEOUT)
     hooks = {"request": [session.on_request], "response": [session.on_response]}
     async with (
         httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout, event_hooks=hooks) as client,
-        streamable_http_client(
-            config.url, http_client=client, terminate_on_close=False, max_sse_event_size=options.max_message_bytes
-        ) as (sdk_read, sdk_write),
+        open_request_posts(config.url, http_client=client, max_message_bytes=options.max_message_bytes) as (
+            sdk_read,
+            sdk_write,
+            posts,
+        ),
     ):
         client_send, client_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(session.relay, sdk_read, client_send)
             nursery.start_soon(session.renewer, sdk_write, client_send)
             try:
-                yield client_receive, _SessionWriteStream(sdk_write, session)
+                yield client_receive, _SessionWriteStream(sdk_write, session, posts)
             finally:
                 client_receive.close()
                 if goodbye_due():

@@ -6,7 +6,7 @@ random bytes are some 25 000 lines, and one warning each would drown the log
 (stderr is bounded the same way, by :class:`~wave_actors._transport.stderr.StderrLog`).
 :class:`NoiseLog` logs the first such line of a window, counts the rest, and
 logs the count when the window is over: at most two records per window,
-whatever the server writes. The stdio reader (:mod:`.stdio`) feeds it.
+whatever the server writes. :class:`~wave_actors._transport.stdout.ServerOutput` feeds it.
 """
 
 from __future__ import annotations

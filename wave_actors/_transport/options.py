@@ -52,10 +52,12 @@ class TransportOptions:
     :param ping_timeout: seconds a ping may take before the connection is
         declared lost.
     :param max_message_bytes: the largest message a server may send: one
-        stdio line, one server-sent event over http or sse (64 MiB by
-        default). Over http and sse a larger answer fails its request with a
-        :class:`~wave_actors.ToolCallError` naming this limit, and the
-        connection goes on; a longer stdio line ends the connection.
+        stdio line, one server-sent event or JSON answer over http or sse
+        (64 MiB by default). A larger answer is skipped unread (never held
+        whole) and fails its request with a :class:`~wave_actors.ToolCallError`
+        naming this limit; the connection and its other calls go on
+        (R-TOOL-12). A larger stdio line or sse event whose request cannot
+        be told (no id where serializers write it) is dropped with a warning.
     :param close_timeout: seconds closing an http or sse connection may take,
         and as many again for ending its server-side session first (the
         ``DELETE`` of streamable HTTP, R-KILL-8).

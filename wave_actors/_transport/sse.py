@@ -9,7 +9,7 @@ Here:
 - The event stream is read by :class:`~wave_actors._transport.eventstream.EventParser`
   with ``TransportOptions.max_message_bytes`` as its limit. An answer larger
   than that is dropped, its request fails at once naming the limit
-  (:func:`~wave_actors._transport.answers.oversized_answer`), and the stream
+  (:func:`~wave_actors._transport.answers.oversized_message`), and the stream
   goes on: nothing is redialed and nothing is printed.
 - A refused ``GET`` fails the dial naming the HTTP status (for ``401`` and
   ``403``: the credentials or headers, and the file the entry comes from); a
@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 import trio
 
 from wave_actors._config import ServerConfig
-from wave_actors._transport.answers import answered_id, malformed_answer, oversized_answer, unsendable_request
+from wave_actors._transport.answers import malformed_answer, oversized_message, unsendable_request
 from wave_actors._transport.eventstream import Event, EventParser, Oversized
 from wave_actors._transport.failures import http_refusal
 from wave_actors._transport.redaction import redact_text
@@ -161,15 +161,9 @@ class _EventReader:
         from pydantic import ValidationError
 
         if isinstance(item, Oversized):
-            request_id = answered_id(item.head)
-            if request_id is None:
-                logger.info(
-                    "server %r: dropped a message of over %d bytes (the limit); no request id could be read in it",
-                    self._config.name,
-                    item.limit,
-                )
-                return
-            await self._read_send.send(oversized_answer(request_id, item.limit))
+            answer = oversized_message(self._config.name, item.head, b"", item.limit)
+            if answer is not None:
+                await self._read_send.send(answer)
             return
         if item.event != "message" or not item.data:
             return  # keep-alives, and events this protocol does not define

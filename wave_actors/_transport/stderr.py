@@ -4,7 +4,8 @@ Servers write logs, stack traces and progress bars to stderr. It is never
 parsed; the last lines are kept so that an error can say *why* a server died,
 and memory stays bounded however much a server writes.
 
-The stdio transport (:mod:`.stdio`) feeds it; dial errors
+The stdio transport (:mod:`.stdio`) makes it and
+:class:`~wave_actors._transport.stdout.ServerOutput` feeds it; dial errors
 (:func:`~wave_actors._transport.failures.dial_error`) end with its tail, and
 the open connection carries it (``Connection.stderr``).
 """

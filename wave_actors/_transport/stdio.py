@@ -139,9 +139,10 @@ async def open_stdio_transport(
     :param config: a stdio server entry.
     :param graces: reclamation stage lengths.
     :param on_lost: called once the connection is gone by itself (process exit,
-        stdout closed, oversized line), with a reason naming the exit status.
+        stdout closed, stdin broken), with a reason naming the exit status.
     :param stderr_lines: lines of stderr to keep.
-    :param max_line_bytes: longest accepted protocol line; longer ends the connection.
+    :param max_line_bytes: longest accepted protocol line; a longer one is
+        skipped unread and fails the request it answered (R-TOOL-12).
     :raises DialError: the command cannot be started.
     """
     if not config.command:

@@ -7,10 +7,11 @@ a pidfd, so the same wait also keeps stderr drained and notices the exit.
 Elsewhere two small tasks, run by the transport, read stderr and wait for
 the exit. Stdout is cut into lines by :mod:`.framing`; each line is parsed
 here into a message, or an answer that fails its request (R-TOOL-9), or
-noise (:mod:`.noise`). Stderr goes to the bounded :class:`~.stderr.StderrLog`.
+noise (:mod:`.noise`); a line over the limit on one message fails the
+request it answered and nothing else (R-TOOL-12). Stderr goes to the
+bounded :class:`~.stderr.StderrLog`.
 
-A loss (stdout closed, the process gone, an oversized line, stdin broken) is
-reported once; the messages read before it are still handed out, then the
+A loss (stdout closed, the process gone, stdin broken) is reported once; the messages read before it are still handed out, then the
 stream ends. After the connection, :meth:`ServerOutput.drain` keeps both
 pipes read while the family is reclaimed, so a server flushing on its way
 out is never blocked by a full pipe.
@@ -30,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import anyio
 import trio
 
-from wave_actors._transport.answers import malformed_answer
-from wave_actors._transport.framing import LineFramer
+from wave_actors._transport.answers import malformed_answer, oversized_message
+from wave_actors._transport.framing import LineFramer, LongLine
 from wave_actors._transport.noise import NoiseLog
 from wave_actors._transport.stderr import StderrLog
 
@@ -67,7 +68,7 @@ class ServerOutput(trio.abc.AsyncResource):
     """The server's stdout as the SDK's read stream, with its stderr and its exit watched alongside.
 
     Reads happen in the task that calls :meth:`receive`. A loss (stdout
-    closed, the process gone, an oversized line, stdin broken) is reported
+    closed, the process gone, stdin broken) is reported
     once through ``on_lost``; the messages read before it are still handed
     out, then the stream ends.
     """
@@ -252,9 +253,17 @@ class ServerOutput(trio.abc.AsyncResource):
         if not self._deliver:
             return  # draining, so a server flushing on exit is not blocked
         for line in self._framer.feed(chunk):
-            self._line(line)
-        if self._framer.overflowed:
-            self.lose(f"protocol line longer than {self._framer.max_line_bytes} bytes")
+            if isinstance(line, LongLine):
+                self._long_line(line)
+            else:
+                self._line(line)
+
+    def _long_line(self, line: LongLine) -> None:
+        # Dropped unread; the request it answered fails alone, and the connection goes on (R-TOOL-12).
+        self._noise.tick()
+        answer = oversized_message(self._server, line.head, line.tail, self._framer.max_line_bytes)
+        if answer is not None:
+            self._ready.append(answer)
 
     def _line(self, line: bytes) -> None:
         self._noise.tick()

@@ -122,6 +122,7 @@ def fault_server_entry(
     json_rpc_error: Iterable[str] = (),
     malformed_answer: Iterable[str] = (),
     invalid_schema: Iterable[str] = (),
+    named_tool: Iterable[str] = (),
     deep_schema: int | None = None,
     progress_tool: bool = False,
     silent_list_changes: bool = False,
@@ -138,6 +139,9 @@ def fault_server_entry(
     random_stdout: int | None = None,
     stderr_flood: int | None = None,
     huge_response: int | None = None,
+    huge_notification: int | None = None,
+    id_last: bool = False,
+    ping_flood: int | None = None,
     list_changed_every: float | None = None,
     call_log: str | os.PathLike[str] | None = None,
     exit_on_eof: bool = True,
@@ -163,6 +167,9 @@ def fault_server_entry(
         that is not an object (a broken server).
     :param invalid_schema: echo-like tools to add whose ``inputSchema`` is
         ``{"type": "array"}``, which MCP rejects (an input schema describes an object).
+    :param named_tool: echo-like tools to add under these names, any
+        characters (escape sequences, line separators, invisible characters),
+        each described as ``Extra tool {name}; ...``: a hostile server's names.
     :param deep_schema: add a tool ``deep`` whose ``inputSchema`` nests
         ``properties`` this many levels deep (two JSON levels each).
     :param progress_tool: add a tool ``progress {steps}`` that sends ``steps``
@@ -191,6 +198,13 @@ def fault_server_entry(
     :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
     :param huge_response: ``echo`` answers with a text of exactly this many characters.
+    :param huge_notification: before answering each ``tools/call``, send a
+        ``notifications/message`` whose ``data`` is a text of this many characters.
+    :param id_last: write every answer with its ``result`` or ``error`` first
+        and its ``id`` last, as the TypeScript SDK serializes them.
+    :param ping_flood: add a tool ``flood {}`` whose call makes the server send
+        this many ``ping`` requests while it reads nothing from stdin (a
+        hostile server), then answer the call.
     :param list_changed_every: after initialize, send ``notifications/tools/list_changed``
         every so many seconds.
     :param call_log: append one JSON line ``{"id", "tool", "pid", "time"}`` per
@@ -213,6 +227,8 @@ def fault_server_entry(
         "exit_on_start": exit_on_start,
         "stderr_flood": stderr_flood,
         "huge_response": huge_response,
+        "huge_notification": huge_notification,
+        "ping_flood": ping_flood,
         "list_changed_every": list_changed_every,
         "call_log": call_log,
         "pid_file": pid_file,
@@ -227,6 +243,7 @@ def fault_server_entry(
         ("--json-rpc-error", json_rpc_error),
         ("--malformed-answer", malformed_answer),
         ("--invalid-schema", invalid_schema),
+        ("--named-tool", named_tool),
     )
     for flag, tools_named in named:
         for tool in [tools_named] if isinstance(tools_named, str) else tools_named:
@@ -239,6 +256,7 @@ def fault_server_entry(
         "progress_tool": progress_tool,
         "silent_list_changes": silent_list_changes,
         "garbage_stdout": garbage_stdout,
+        "id_last": id_last,
         "ignore_eof": not exit_on_eof,
     }
     args += [_flag(name) for name, enabled in switches.items() if enabled]

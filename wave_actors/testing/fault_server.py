@@ -29,11 +29,22 @@ Malformed output, as hostile or broken servers write it:
   result is not an object.
 * ``--invalid-schema TOOL`` adds an echo-like TOOL whose ``inputSchema`` is
   ``{"type": "array"}``, which MCP forbids (it must describe an object).
+* ``--named-tool NAME`` adds an echo-like tool of any NAME, whose description
+  repeats it: a server that puts escape sequences, line separators or
+  invisible characters in what a terminal or a model is shown.
 * ``--deep-schema LEVELS`` adds a tool ``deep`` whose ``inputSchema`` nests
   ``properties`` LEVELS levels deep (each level is two JSON levels).
 * ``--random-stdout BYTES`` writes that many random bytes to stdout at start,
   then a newline, then serves normally; ``--garbage-stdout`` writes one known
   non-JSON line at start and before every message.
+* ``--huge-notification BYTES``: before answering each ``tools/call``, send a
+  ``notifications/message`` whose ``data`` is a text of that many characters.
+* ``--id-last`` writes every answer with its ``result`` (or ``error``) first
+  and its ``jsonrpc`` and ``id`` last, as the TypeScript SDK serializes them.
+* ``--ping-flood N`` adds a tool ``flood {}``: a call of it makes the server
+  send N ``ping`` requests of its own (ids ``"flood-1"`` ..), from the thread
+  that reads stdin, so it reads nothing until they are all written; then it
+  answers the call, and reads on.
 
 Process behaviour worth knowing:
 
@@ -145,6 +156,13 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         help='add an echo-like TOOL whose inputSchema is {"type": "array"} (repeatable)',
     )
     parser.add_argument(
+        "--named-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="add an echo-like tool NAME, any characters, whose description repeats it (repeatable)",
+    )
+    parser.add_argument(
         "--deep-schema",
         type=int,
         default=None,
@@ -162,6 +180,23 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
         help="notify_list_changed adds its tool but sends no notifications/tools/list_changed",
     )
     parser.add_argument("--random-stdout", type=int, default=0, metavar="BYTES", help="random bytes on stdout at start")
+    parser.add_argument(
+        "--huge-notification",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="before answering each tools/call, send a notifications/message of that many characters",
+    )
+    parser.add_argument(
+        "--id-last", action="store_true", help="write answers with result or error first and id last (as TypeScript)"
+    )
+    parser.add_argument(
+        "--ping-flood",
+        type=int,
+        default=None,
+        metavar="N",
+        help="add a tool 'flood' whose call sends N ping requests without reading stdin meanwhile, then answers",
+    )
     parser.add_argument("--init-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--call-delay", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument(
@@ -238,8 +273,17 @@ def _tool_definitions(options: argparse.Namespace) -> list[JSONObject]:
         tools.append(_extra_tool(f"tool_{index}"))
     for name in options.invalid_schema:
         tools.append({**_extra_tool(name), "inputSchema": {"type": "array"}})
+    tools.extend(_extra_tool(name) for name in options.named_tool)
     if options.deep_schema is not None:
         tools.append({**_extra_tool("deep"), "inputSchema": _deep_schema(options.deep_schema)})
+    if options.ping_flood is not None:
+        tools.append(
+            {
+                "name": "flood",
+                "description": "Send ping requests without reading stdin meanwhile, then answer.",
+                "inputSchema": _object_schema({}, []),
+            }
+        )
     if options.progress_tool:
         tools.append(
             {
@@ -321,14 +365,20 @@ class FaultServer:
                 # The reader is gone; nobody is left to answer.
                 os._exit(0)
 
+    def answer(self, request_id: object, member: str, value: object) -> None:
+        if self.options.id_last:
+            self.send({member: value, "jsonrpc": "2.0", "id": request_id})
+        else:
+            self.send({"jsonrpc": "2.0", "id": request_id, member: value})
+
     def respond(self, request_id: object, result: JSONObject) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        self.answer(request_id, "result", result)
 
     def respond_malformed(self, request_id: object) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": "oops"})
+        self.answer(request_id, "result", "oops")
 
     def respond_error(self, request_id: object, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+        self.answer(request_id, "error", {"code": code, "message": message})
 
     def notify(self, method: str, params: JSONObject | None = None) -> None:
         message: JSONObject = {"jsonrpc": "2.0", "method": method}
@@ -380,6 +430,10 @@ class FaultServer:
         request_id: object = message["id"]
         if method == "tools/call":
             self.on_call_received(request_id, params)
+            call = _as_object(params)
+            if self.options.ping_flood is not None and call is not None and call.get("name") == "flood":
+                self.flood(request_id, self.options.ping_flood)
+                return
         cancelled = threading.Event()
         with self.in_flight_lock:
             self.in_flight[self._key(request_id)] = cancelled
@@ -412,6 +466,12 @@ class FaultServer:
         if limit is not None and self.calls_received >= limit:
             _log(f"call {self.calls_received} received; crashing with code {CRASH_AFTER_CALLS_EXIT_CODE}")
             os._exit(CRASH_AFTER_CALLS_EXIT_CODE)
+
+    def flood(self, request_id: object, count: int) -> None:
+        """Send ``count`` ping requests from the stdin reader, so nothing is read meanwhile; then answer."""
+        for index in range(1, count + 1):
+            self.send({"jsonrpc": "2.0", "id": f"flood-{index}", "method": "ping"})
+        self.respond(request_id, _text_result(f"sent {count} pings"))
 
     # ----- requests, each on its own thread -----
 
@@ -482,6 +542,9 @@ class FaultServer:
         if arguments is None:
             raise _RequestError(INVALID_PARAMS, "arguments must be an object")
         self.wait(self.options.call_delay, cancelled)
+        if self.options.huge_notification is not None:
+            data = "x" * self.options.huge_notification
+            self.notify("notifications/message", {"level": "info", "logger": "fault_server", "data": data})
         if name in self.options.json_rpc_error:
             raise _RequestError(INVALID_PARAMS, f"{name} answers with a JSON-RPC error (--json-rpc-error)")
         if name == "echo":

@@ -16,6 +16,10 @@ rename) and logged on stderr. Endpoints: ``/mcp`` (streamable HTTP),
 Tools: ``echo {text}``, ``add {a, b}``, ``sleep {seconds}``, ``pid {}``
 (annotated ``readOnlyHint``), ``big {size}`` (a text of ``size`` characters),
 ``progress {steps}`` (reports ``steps`` progress notifications, then
+answers), ``ping_client {times}`` (pings the client that many times, one
+after the other, on the call's own stream, then answers),
+``notify_list_changed {mark}`` (sends ``notifications/tools/list_changed``
+with ``_meta.mark`` on the session's standalone stream, not the call's, then
 answers) and ``client_info {}`` (the ``clientInfo`` name and version the
 client sent in ``initialize``). The initialize result carries
 :data:`INSTRUCTIONS`.
@@ -47,7 +51,8 @@ import anyio
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import ToolAnnotations
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import EmptyResult, NotificationParams, PingRequest, ToolAnnotations, ToolListChangedNotification
 
 INSTRUCTIONS: Final = "Reference server for wave-actors tests: echo, add, sleep and pid."
 
@@ -84,6 +89,23 @@ def build_server() -> MCPServer:
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"{steps} steps"
+
+    @server.tool(description="Send notifications/tools/list_changed on the session's own stream, then answer.")
+    async def notify_list_changed(mark: str, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        params = NotificationParams(_meta={"mark": mark})
+        await ctx.session.send_notification(ToolListChangedNotification(params=params))
+        return "sent"
+
+    @server.tool(
+        description="Ping the client the given number of times, one after the other, on the call's own stream."
+    )
+    async def ping_client(times: int, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        related = ServerMessageMetadata(related_request_id=ctx.request_id)
+        for _ in range(times):
+            await ctx.session.send_request(
+                PingRequest(), EmptyResult, request_read_timeout_seconds=10, metadata=related
+            )
+        return f"{times} pongs"
 
     @server.tool(description="Return the clientInfo name and version the client sent in initialize.")
     def client_info(ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
