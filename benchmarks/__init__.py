@@ -15,6 +15,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.race_storm_project [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
+    python -m benchmarks.tool_cache [--quick] [--projects N] [--tools N]
     python -m benchmarks.working_set
 
 Every scenario prints its tables, writes ``benchmarks/results/<scenario>.json``
@@ -42,6 +43,7 @@ SCENARIOS: tuple[str, ...] = (
     "race_storm_project",
     "reclaim_latency",
     "reference",
+    "tool_cache",
     "working_set",
 )
 """Scenario modules, in the order ``python -m benchmarks`` runs them."""

@@ -20,6 +20,14 @@ conformance cache are installed (``make conformance``), node's
 ``server-everything``. Last, for comparison, the bare SDK: ``stdio_client`` +
 ``ClientSession`` closed around the same server that exits on EOF.
 
+Each case runs with a cgroup per server family (R-KILL-10; where this
+process may make cgroups) and with the tags alone (``Host.open(cgroups=False)``),
+interleaved run by run, so the two ways of reclaiming compare on one
+machine state (``--cgroups on|off|both``). One more case is a server whose
+daemon escapes every mark but its cgroup (a double fork, ``setsid``, an
+empty environment): with the tags alone it outlives ``destroy_session``,
+which the table counts and the benchmark then kills.
+
 Graces are the library defaults unless ``--graces`` says otherwise; with the
 defaults the summary holds the targets of ``destroy_session`` (its median
 return time): <= 5 ms for a server that exits on EOF, <= 0.7 s for one that
@@ -49,6 +57,7 @@ from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Graces, Host, ServerState, Session, SessionOptions, TransportOptions
 from wave_actors.testing import (
     entry_command,
+    escaped_processes,
     fault_server_entry,
     is_alive,
     kill_processes,
@@ -70,6 +79,7 @@ OPTIONS = (
     Option("real_runs", int, 5, 0, "runs per real server (the SDK's, node's server-everything; 0: skip)"),
     Option("sdk_runs", int, 30, 4, "closes of a bare SDK stdio_client + ClientSession (0: skip)"),
     Option("graces", str, "", "", "eof,term,kill seconds (default: the library's Graces())"),
+    Option("cgroups", str, "both", "both", "reclaim with a cgroup per family (on), by tag (off), or both"),
 )
 
 # Targets of destroy_session's median return time, with the default graces (issue 18).
@@ -115,16 +125,26 @@ class Case:
             if self.entry is not None:
                 entry = dict(self.entry)
             else:
-                entry = fault_server_entry(instructions=f"reclaim-{mark}-{index}", **self.behaviour)  # type: ignore[arg-type]
+                behaviour = dict(self.behaviour)
+                if behaviour.pop("escaping", False):
+                    behaviour["escaping_grandchild"] = _escape_label(mark)
+                entry = fault_server_entry(instructions=f"reclaim-{mark}-{index}", **behaviour)  # type: ignore[arg-type]
             entry["env"] = {CASE_VARIABLE: mark}
             found[f"s{index}"] = entry
         return found
 
     @property
     def family_size(self) -> int:
-        """Processes per server: itself and its grandchildren."""
-        grandchildren = int(bool(self.behaviour.get("grandchild"))) + int(bool(self.behaviour.get("setsid_grandchild")))
+        """Processes per server: itself and its grandchildren (an escaping daemon included)."""
+        grandchildren = sum(
+            int(bool(self.behaviour.get(name))) for name in ("grandchild", "setsid_grandchild", "escaping")
+        )
         return 1 + grandchildren
+
+
+def _escape_label(mark: str) -> str:
+    """The label of a run's escaping daemons: their only mark."""
+    return f"escaping-{mark}"
 
 
 POLITE = "exits on EOF"
@@ -139,6 +159,7 @@ CASES = (
     Case(STUBBORN, 1, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
     Case("5 servers exiting on EOF, grandchild each", 5, {"grandchild": True}),
     Case(STUBBORN_FIVE, 5, {"ignore_sigterm": True, "exit_on_eof": False, "grandchild": True}),
+    Case("exits on EOF, a daemon escaping every mark but its cgroup", 1, {"escaping": True}),
 )
 
 
@@ -174,12 +195,15 @@ def _real_cases() -> tuple[list[Case], list[str]]:
 
 
 def _family(mark: str) -> list[psutil.Process]:
-    """The live processes of one session's servers: only they carry its case mark."""
-    return process_census(CASE_VARIABLE, mark, descendants=False)
+    """The live processes of one session's servers: they carry its case mark, or its escaping daemons' label."""
+    return process_census(CASE_VARIABLE, mark, descendants=False) + escaped_processes(_escape_label(mark))
 
 
-async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
-    """Create the case's sessions, connect them, destroy them all at once; time until their families are gone."""
+async def _one_run(host: Host, workdir: Path, case: Case, *, patience: float = 30.0) -> dict[str, float]:
+    """Create the case's sessions, connect them, destroy them all at once; time until their families are gone.
+
+    Members still alive ``patience`` seconds after the destroy are given up on (and killed).
+    """
     marks = [uuid.uuid4().hex for _ in range(case.sessions)]
     sessions: list[Session] = []
     for mark in marks:
@@ -224,7 +248,7 @@ async def _one_run(host: Host, workdir: Path, case: Case) -> dict[str, float]:
             for session, mark in zip(sessions, marks, strict=True):
                 destroys.start_soon(destroy, session.id, families[mark])
         times["returned_s"] = time.perf_counter() - started
-        with trio.move_on_after(30):
+        with trio.move_on_after(patience):
             await gone_at.wait()
         nursery.cancel_scope.cancel()
     times.setdefault("gone_s", float("nan"))
@@ -268,6 +292,11 @@ def _targets(returned: dict[str, float], defaults: bool) -> list[Headline]:
     return headlines
 
 
+def _modes(choice: str) -> list[bool]:
+    """Whether each pass reclaims with cgroups: ``on``, ``off`` or ``both`` (``on`` first)."""
+    return {"on": [True], "off": [False], "both": [True, False]}[choice]
+
+
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     if arguments.graces:
         eof, term, kill = (float(value) for value in arguments.graces.split(","))
@@ -279,44 +308,66 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     table = Table(
         f"reclaim_latency: destroy_session -> no family process left (graces eof={graces.eof:g} s, "
         f"term={graces.term:g} s, kill={graces.kill:g} s)",
-        ["case", "runs", "processes", "p50 ms", "p99 ms", "max ms", "destroy returned p50 ms", "alive at return"],
+        [
+            "case",
+            "reclaimed by",
+            "runs",
+            "processes",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "destroy returned p50 ms",
+            "alive at return",
+        ],
     )
     alive_at_return = 0
-    returned_p50: dict[str, float] = {}
+    escaped_by_design = 0
+    returned_p50: dict[bool, dict[str, float]] = {}
     real_cases, real_notes = _real_cases() if arguments.real_runs > 0 else ([], [])
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
         workdir = Path(directory)
-        async with Host.open(home=workdir / "home", options=options) as host:
-            for case in (*CASES, _mass_case(arguments.mass_sessions), *real_cases):
-                runs = case.runs(arguments)
-                if runs <= 0:
-                    continue
-                results: list[dict[str, float]] = []
-                for index in range(runs):
-                    progress.update("reclaiming", f"{case.label}: run {index + 1}/{runs}")
-                    results.append(await _one_run(host, workdir, case))
-                outcome.data["cases"][case.label] = results
+        for case in (*CASES, _mass_case(arguments.mass_sessions), *real_cases):
+            runs = case.runs(arguments)
+            if runs <= 0:
+                continue
+            # One host per pass: cgroup placement holds for the whole process while any host has it.
+            for cgroups in _modes(arguments.cgroups):
+                async with Host.open(home=workdir / "home", options=options, cgroups=cgroups) as host:
+                    contained = host.orphan_protection().cgroups
+                    by = "cgroup" if contained else "tag"
+                    results: list[dict[str, float]] = []
+                    for index in range(runs):
+                        progress.update("reclaiming", f"{case.label} ({by}): run {index + 1}/{runs}")
+                        # The tags alone cannot end an escaping daemon: no point waiting 30 s for it.
+                        patience = 2.0 if case.behaviour.get("escaping") and not contained else 30.0
+                        results.append(await _one_run(host, workdir, case, patience=patience))
+                outcome.data["cases"][f"{case.label} ({by})"] = results
                 gone = [result["gone_s"] * 1000 for result in results]
                 finished = [value for value in gone if not math.isnan(value)]
                 returned = [result["returned_s"] * 1000 for result in results]
-                returned_p50[case.label] = median(returned)
+                returned_p50.setdefault(cgroups, {})[case.label] = median(returned)
                 alive = int(sum(result["alive_at_return"] for result in results))
+                complete = len(finished) == len(gone)
                 table.add(
                     case.label,
+                    by,
                     runs,
                     int(median(result["family"] for result in results)),
-                    median(finished) if len(finished) == len(gone) else math.nan,
-                    percentile(finished, 0.99) if len(finished) == len(gone) else math.nan,
-                    max(finished) if len(finished) == len(gone) else math.nan,
+                    median(finished) if complete else math.nan,
+                    percentile(finished, 0.99) if complete else math.nan,
+                    max(finished) if complete else math.nan,
                     median(returned),
                     alive,
                 )
-                alive_at_return += alive
+                if case.behaviour.get("escaping") and not contained:
+                    escaped_by_design += alive  # what only a cgroup holds: the tags cannot find it
+                else:
+                    alive_at_return += alive
                 never = sum(1 for value in gone if math.isnan(value))
                 if never:
                     table.notes.append(
-                        f"{case.label}: in {never} run(s) family members were still alive 30 s after destroy "
-                        "returned (times shown as '-'; killed by the benchmark)"
+                        f"{case.label} ({by}): in {never} run(s) family members were still alive when the benchmark "
+                        "stopped waiting (times shown as '-'; killed by it)"
                     )
         if arguments.sdk_runs > 0:
             closes: list[float] = []
@@ -325,10 +376,13 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 closes.append(await _bare_sdk_close(workdir) * 1000)
             outcome.data["bare_sdk_close_ms"] = closes
             label = "bare SDK stdio_client + ClientSession close, server exits on EOF"
-            table.add(label, len(closes), 1, math.nan, math.nan, math.nan, median(closes), 0)
+            table.add(label, "-", len(closes), 1, math.nan, math.nan, math.nan, median(closes), 0)
             outcome.headlines.append(info("bare SDK close p50, server exits on EOF", median(closes), "ms"))
     table.notes += [
-        "processes: per run (servers + grandchildren), found by an env mark on the entries.",
+        "processes: per run (servers + grandchildren), found by an env mark on the entries, and the escaping",
+        "  daemons by the label on their command line (they carry no environment).",
+        "reclaimed by: cgroup, a cgroup per family ended with cgroup.kill (R-KILL-10); tag, the tag, session and",
+        "  tree (Host.open(cgroups=False), or where no cgroup can be made). One host per pass.",
         "N sessions at once: every destroy_session starts together; times run until the last family is gone.",
         "p99 is nearest-rank (with <= 100 runs it is the maximum); a member is gone once dead or a zombie.",
         f"a server ignoring EOF costs the eof grace (~{graces.eof * 1000:.0f} ms); one ignoring SIGTERM too, "
@@ -337,10 +391,13 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         *real_notes,
     ]
     outcome.tables.append(table)
-    outcome.headlines[:0] = _targets(returned_p50, defaults=not arguments.graces)
+    default = returned_p50.get(True, returned_p50.get(False, {}))
+    outcome.headlines[:0] = _targets(default, defaults=not arguments.graces)
     outcome.headlines.append(
         at_most("family members alive when destroy returned", float(alive_at_return), 0, invariant=True)
     )
+    if escaped_by_design:
+        outcome.headlines.append(info("escaping daemons left by the tags alone (killed)", float(escaped_by_design)))
     outcome.data["cpus"] = os.cpu_count()
     return outcome
 

@@ -55,7 +55,7 @@ UNIT_TESTS_OF = {
     "tests/transport": ("wave_actors._transport", "wave_actors._family"),
     "tests/cache": ("wave_actors._cache", "wave_actors._listing"),
     "tests/family": ("wave_actors._family",),
-    "tests/watchdog": ("wave_actors._watchdog",),
+    "tests/watchdog": ("wave_actors._watchdog", "wave_actors._family"),
     "tests/roster": ("wave_actors._roster",),
 }
 

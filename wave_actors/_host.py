@@ -25,7 +25,7 @@ from typing import Literal, final
 import attrs
 import trio
 
-from wave_actors._cache import cache_file
+from wave_actors._cache import cache_directory
 from wave_actors._config import Diagnostic, TrustMode
 from wave_actors._config.sources import default_home, resolve_workdir
 from wave_actors._config_watch import ConfigWatcher
@@ -83,7 +83,9 @@ class Host(metaclass=NoPublicConstructor):
     ) -> None:
         self._nursery = nursery
         self._guard = guard
-        self._scopes = ProjectScopes(nursery=nursery, options=options, project=project, cache_file=cache_file(home))
+        self._scopes = ProjectScopes(
+            nursery=nursery, options=options, project=project, cache_file=cache_directory(home)
+        )
         self._home = home
         self._options = options
         self._hooks = tuple(before_destroy)
@@ -107,6 +109,7 @@ class Host(metaclass=NoPublicConstructor):
         hook_timeout: float = 5.0,
         watchdog: bool = True,
         subreaper: bool = False,
+        cgroups: bool = True,
         client_info: tuple[str, str] | None = None,
         project: ProjectOptions = ProjectOptions(),
         watch_config: bool = False,
@@ -125,6 +128,12 @@ class Host(metaclass=NoPublicConstructor):
         :param subreaper: make this process a child subreaper, so orphaned
             members of server families are re-parented to it and collected
             here, never left as zombies (Linux; R-KILL-6).
+        :param cgroups: where this process may make cgroups (cgroup v2
+            delegated to it, or root; probed here), run every server family
+            in a cgroup of its own and end it with ``cgroup.kill``: whatever a
+            server starts, however it detaches, is reclaimed (Linux;
+            R-KILL-10). Elsewhere, or with ``False``, families are found by
+            their tag, session and tree.
         :param project: how the connections of ``ownership="project"``
             sessions are shared: idle timeout, first-turn ready budget (R-SCOPE).
         :param watch_config: notice edits to the user file, the approvals
@@ -139,7 +148,10 @@ class Host(metaclass=NoPublicConstructor):
         """
         client_info = TransportOptions(client_info=client_info).client_info  # refused here, not at the first session
         start_preload()  # the SDK import, in a thread of its own: the first dial need not wait for all of it
-        async with open_orphan_guard(watchdog=watchdog, subreaper=subreaper) as guard, trio.open_nursery() as nursery:
+        async with (
+            open_orphan_guard(watchdog=watchdog, subreaper=subreaper, cgroups=cgroups) as guard,
+            trio.open_nursery() as nursery,
+        ):
             host = cls._create(  # pyright: ignore[reportPrivateUsage]  # the private constructor
                 nursery=nursery,
                 home=Path(home) if home is not None else None,

@@ -65,7 +65,7 @@ async def open_owned_session(
                 sources,
                 nursery=nursery,
                 tool_cache=tool_cache,
-                cache_file=parameters.tool_cache_file,
+                cache_file=parameters.tool_cache_directory,
                 workdir=loaded.workdir,
                 versions=versions,
             )

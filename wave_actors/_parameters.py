@@ -22,7 +22,7 @@ from typing import final
 import attrs
 import trio
 
-from wave_actors._cache import ToolCache, cache_file, read_cache
+from wave_actors._cache import ToolCache, cache_directory, read_cache
 from wave_actors._config import Diagnostic, LoadedConfig, Severity, TrustMode
 from wave_actors._config.loader import ConfigFiles, merge_config, read_config_files
 from wave_actors._config.sources import resolve_existing_workdir
@@ -87,19 +87,21 @@ class SessionParameters:
         return await trio.to_thread.run_sync(lambda: self.merged(self.read_files()))
 
     @property
-    def tool_cache_file(self) -> Path:
-        """``<home>/mcp-tools-cache.json``, the tool snapshot cache (R-CACHE-1)."""
-        return cache_file(self.home)
+    def tool_cache_directory(self) -> Path:
+        """``<home>/mcp-tools-cache``, the tool snapshot cache (R-CACHE-1)."""
+        return cache_directory(self.home)
 
     async def load_with_tool_cache(self) -> tuple[LoadedConfig, ToolCache]:
-        """Load the configuration and read the workdir's tool snapshots, in one worker thread (R-CFG-11, R-CACHE-3).
+        """Load the configuration and read its servers' tool snapshots, in one worker thread (R-CFG-11, R-CACHE-3).
 
+        Only the snapshots of the servers configured now are read (R-CACHE-6).
         Reading the cache never fails: an unusable cache is an empty one.
         """
 
         def load() -> tuple[LoadedConfig, ToolCache]:
             loaded = self.merged(self.read_files())
-            return loaded, read_cache(self.tool_cache_file, workdir=loaded.workdir, shared=True)
+            keys = [(config.name, config.fingerprint) for config in loaded.servers.values()]
+            return loaded, read_cache(self.tool_cache_directory, workdir=loaded.workdir, keys=keys, shared=True)
 
         return await trio.to_thread.run_sync(load)
 

@@ -1,8 +1,8 @@
 """A turn's snapshots are written together, once its dials have settled (R-CACHE-1).
 
-A write rewrites the whole cache file; while other servers of the session
-are still connecting, it waits for them (at most ``SETTLE_LIMIT``), and a
-session that closes meanwhile writes what it has at once.
+A write looks over the whole cache for its budget; while other servers of the
+session are still connecting, it waits for them (at most ``SETTLE_LIMIT``),
+and a session that closes meanwhile writes what it has at once.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ import trio
 from session_support import idle_session
 
 from wave_actors import ServerState
-from wave_actors._cache import writer as cache_writer
+from wave_actors._cache import cache_directory, writer as cache_writer
 from wave_actors._cache.model import CachedServer
 from wave_actors.testing import fault_server_entry
-
-CACHE = "mcp-tools-cache.json"
 
 
 class Writes:
@@ -33,16 +31,10 @@ class Writes:
         self._write = cache_writer.update_cache
 
     def __call__(
-        self,
-        path: Path,
-        *,
-        workdir: str,
-        configured: Collection[tuple[str, str]],
-        updates: Iterable[CachedServer],
-        lock_timeout: float,
+        self, directory: Path, *, workdir: str, configured: Collection[tuple[str, str]], updates: Iterable[CachedServer]
     ) -> None:
         updates = list(updates)
-        self._write(path, workdir=workdir, configured=configured, updates=updates, lock_timeout=lock_timeout)
+        self._write(directory, workdir=workdir, configured=configured, updates=updates)
         self.batches.append(sorted(update.server for update in updates))
         self.happened.set()
 
@@ -60,7 +52,7 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
 
 
 def cached_servers(home: Path) -> list[str]:
-    return sorted(entry["server"] for entry in json.loads((home / CACHE).read_text())["servers"])
+    return sorted(json.loads(path.read_text())["server"] for path in cache_directory(home).rglob("*.json"))
 
 
 async def test_a_turn_dialing_several_servers_writes_them_once(

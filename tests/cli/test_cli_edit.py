@@ -73,6 +73,51 @@ def test_add_never_prints_a_secret(add: RunCli, home: Path) -> None:
     assert set(servers_in(home / "mcp.json")) == {"echo", "off", "a", "b"}
 
 
+@pytest.mark.parametrize(
+    ("arguments", "command", "named"),
+    [
+        (("-e", "TOKEN=s3cr3t-env", "-e", "ROOT=${HOME}"), ("server",), "env TOKEN"),
+        (("--url", "https://x.example/mcp", "-H", "Authorization: Bearer s3cr3t-header"), (), "header Authorization"),
+        (("--url", "https://x.example/mcp?api_key=s3cr3t-query"), (), "url query api_key"),
+    ],
+)
+def test_a_literal_secret_for_the_project_file_needs_force(
+    add: RunCli, workdir: Path, arguments: tuple[str, ...], command: tuple[str, ...], named: str
+) -> None:
+    # R-STORE-6: the project file is the repository's, shared with everyone who has it.
+    refused = add("x", "--scope", "project", *arguments, command=command)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert named in refused.stderr and "${VAR}" in refused.stderr and "--force" in refused.stderr
+    assert "s3cr3t" not in refused.stdout + refused.stderr and "ROOT" not in refused.stderr
+    assert not (workdir / ".mcp.json").exists()
+    forced = add("x", "--scope", "project", "--force", *arguments, command=command)
+    assert forced.returncode == 0, forced.stderr
+    assert f"warning: {workdir.resolve() / '.mcp.json'}" in forced.stderr and named in forced.stderr
+    assert "s3cr3t" not in forced.stdout + forced.stderr
+    assert "x" in servers_in(workdir / ".mcp.json")
+
+
+def test_placeholders_and_the_user_file_need_no_force(add: RunCli, home: Path, workdir: Path) -> None:
+    placeholders = add("p", "--scope", "project", "-e", "TOKEN=${TOKEN}", command=("server",))
+    assert placeholders.returncode == 0 and placeholders.stderr == ""
+    user = add("u", "-e", "TOKEN=s3cr3t-env", command=("server",))
+    assert user.returncode == 0 and user.stderr == ""
+    assert "p" in servers_in(workdir / ".mcp.json") and "u" in servers_in(home / "mcp.json")
+
+
+def test_a_project_file_linked_to_the_user_file_is_not_edited_as_the_project(
+    run_cli: RunCli, add: RunCli, home: Path, workdir: Path
+) -> None:
+    # R-STORE-6: --scope project never rewrites the user's own file through a link the repository holds.
+    (workdir / ".mcp.json").symlink_to(home / "mcp.json")
+    before = (home / "mcp.json").read_bytes()
+    removed = run_cli("remove", "echo", "--scope", "project")
+    added = add("x", "--scope", "project", command=("server",))
+    for completed in (removed, added):
+        assert completed.returncode == 2 and "outside the project" in completed.stderr
+    assert (home / "mcp.json").read_bytes() == before
+
+
 def test_adding_an_existing_name_needs_replace(add: RunCli, home: Path) -> None:
     before = (home / "mcp.json").read_bytes()
     refused = add("echo", command=("other",))

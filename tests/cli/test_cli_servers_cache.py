@@ -38,7 +38,11 @@ def test_a_changed_entry_shows_no_cached_tools(run_cli: RunCli, home: Path) -> N
 
 
 def test_a_corrupt_cache_lists_servers_without_cached_tools_and_without_a_word(run_cli: RunCli, home: Path) -> None:
-    (home / "mcp-tools-cache.json").write_bytes(b"\x00\x01 not json")
+    assert run_cli("tools", "echo").returncode == 0
+    entries = list((home / "mcp-tools-cache").rglob("*.json"))  # where the README says the cache is
+    assert entries
+    for path in entries:
+        path.write_bytes(b"\x00\x01 not json")
 
     completed = run_cli("servers")
 

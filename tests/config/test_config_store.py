@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +108,82 @@ def test_a_rewritten_file_keeps_its_permission_bits(store: ConfigStore, project:
 
 
 def test_a_symbolic_link_stays_a_link_to_the_rewritten_file(tmp_path: Path, project: Path) -> None:
-    real = tmp_path / "shared.json"
+    (project / "config").mkdir()
+    real = project / "config" / "shared.json"
     (project / ".mcp.json").rename(real)
-    (project / ".mcp.json").symlink_to(real)
+    (project / ".mcp.json").symlink_to(Path("config") / "shared.json")
     store = ConfigStore(project)
     store.remove("tracker", "project", store.read("project").version)
     assert (project / ".mcp.json").is_symlink()
     assert list(json.loads(real.read_text())["mcpServers"]) == ["files"]
+
+
+@pytest.mark.parametrize("target", ["the user file", "a file elsewhere"])
+def test_a_project_file_linked_outside_the_project_is_never_edited(tmp_path: Path, project: Path, target: str) -> None:
+    # R-STORE-6: a repository whose .mcp.json links to the user's own file must not make "edit the
+    # project" rewrite it; nor any other file outside the workdir.
+    home = tmp_path / "home"
+    store = ConfigStore(project, home=home)
+    store.put("mine", {"command": "mine"}, "user", ABSENT_VERSION)
+    outside = home / "mcp.json" if target == "the user file" else tmp_path / "elsewhere.json"
+    if not outside.exists():
+        outside.write_text(ORIGINAL, encoding="utf-8")
+    (project / ".mcp.json").unlink()
+    (project / ".mcp.json").symlink_to(outside)
+    before = outside.read_bytes()
+    read = store.read("project")  # reading through the link is what the loader does too
+    for edit in (
+        lambda: store.put("added", {"command": "added"}, "project", read.version),
+        lambda: store.remove(next(iter(read.servers)), "project", read.version),
+        lambda: store.import_servers({"other": {"command": "other"}}, "project", read.version),
+    ):
+        with pytest.raises(ConfigError, match="outside the project"):
+            edit()
+        assert outside.read_bytes() == before
+    assert (project / ".mcp.json").is_symlink()
+
+
+@pytest.fixture
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    previous = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o077, 0o600), (0o022, 0o644), (0o027, 0o640)], indirect=["umask"])
+def test_a_new_project_file_gets_the_permissions_the_umask_leaves(tmp_path: Path, umask: int, mode: int) -> None:
+    # R-STORE-6: a user who keeps new files private (umask 077) gets a private project file too.
+    workdir = tmp_path / "fresh"
+    workdir.mkdir()
+    store = ConfigStore(workdir, home=tmp_path / "home")
+    store.put("files", {"command": "files"}, "project", ABSENT_VERSION)
+    assert stat.S_IMODE((workdir / ".mcp.json").stat().st_mode) == mode
+    assert os.listdir(workdir) == [".mcp.json"]
+
+
+def test_a_literal_secret_written_to_a_project_file_is_named_in_a_warning_never_shown(
+    store: ConfigStore, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # R-STORE-6, R-CFG-12: the library writes what it is given, and says where a secret went.
+    entry = {
+        "url": "https://mcp.example/mcp?key=s3cr3t-query&v=${V}",
+        "headers": {"Authorization": "Bearer s3cr3t-header", "X-Trace": "${TRACE_ID}"},
+    }
+    with caplog.at_level(logging.WARNING, logger="wave_actors._config.store"):
+        store.put("remote", entry, "project", store.read("project").version)
+    [record] = caplog.records
+    message = record.getMessage()
+    assert "'remote'" in message and "header Authorization" in message and "url query key" in message
+    assert "X-Trace" not in message and "s3cr3t" not in message
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="wave_actors._config.store"):
+        store.put(
+            "placeholders", {"command": "x", "env": {"TOKEN": "${TOKEN}"}}, "project", store.read("project").version
+        )
+        store.put("user-only", {"command": "x", "env": {"TOKEN": "s3cr3t"}}, "user", ABSENT_VERSION)
+    assert caplog.records == []
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,9 @@ reads commands from stdin, one per line:
 
 ``--fork-child`` forks an idle child (``forked_child`` in the JSON line) once
 connected, holding copies of every descriptor the host had; the test kills it.
+``--escaping LABEL`` gives every server a grandchild that escapes every mark
+but a cgroup (``fault_server_entry(escaping_grandchild=LABEL)``); the test
+finds those by LABEL. ``--no-cgroups`` opens the host with ``cgroups=False``.
 
 End of file on stdin closes the host normally. ``--signals`` runs the host
 inside :func:`wave_actors.reclaim_on_signals`.
@@ -55,6 +58,7 @@ def status(host: Host, forked: int | None = None) -> str:
             "watchdog_replacements": protection.watchdog_replacements,
             "subreaper": protection.subreaper,
             "parent_death_signal": protection.parent_death_signal,
+            "cgroups": protection.cgroups,
         }
     )
 
@@ -64,11 +68,16 @@ async def serve(arguments: argparse.Namespace) -> None:
         grandchild=arguments.grandchildren,
         setsid_grandchild=arguments.grandchildren,
         exit_on_eof=not arguments.ignore_eof,
+        escaping_grandchild=arguments.escaping,
     )
     entry["env"] = {MARK_VARIABLE: arguments.mark}
     home = Path(arguments.home)
     async with Host.open(
-        home=home, options=SessionOptions(), watchdog=not arguments.no_watchdog, subreaper=arguments.subreaper
+        home=home,
+        options=SessionOptions(),
+        watchdog=not arguments.no_watchdog,
+        subreaper=arguments.subreaper,
+        cgroups=not arguments.no_cgroups,
     ) as host:
         async with trio.open_nursery() as nursery:
             for _ in range(arguments.sessions):
@@ -108,5 +117,7 @@ if __name__ == "__main__":
     parser.add_argument("--signals", action="store_true", help="run inside reclaim_on_signals()")
     parser.add_argument("--no-watchdog", action="store_true")
     parser.add_argument("--subreaper", action="store_true")
+    parser.add_argument("--no-cgroups", action="store_true")
+    parser.add_argument("--escaping", default=None, metavar="LABEL", help="each server starts an escaping grandchild")
     parser.add_argument("--fork-child", action="store_true", help="os.fork() an idle child once connected")
     trio.run(main, parser.parse_args())

@@ -15,6 +15,7 @@ import pytest
 from host_death_support import MARK_VARIABLE
 from polling import poll_until
 
+from wave_actors import Host
 from wave_actors.testing import fault_server_entry, kill_processes, process_census
 
 pytestmark = [
@@ -27,19 +28,23 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "wave_actors", *args]
 
 
-def test_servers_reports_the_defences_of_the_commands_that_dial(tmp_path: Path) -> None:
+async def test_servers_reports_the_defences_of_the_commands_that_dial(tmp_path: Path) -> None:
     completed = subprocess.run(
         command("servers", "--json", "--home", str(tmp_path)), cwd=tmp_path, capture_output=True, text=True, check=True
     )
+    async with Host.open(home=tmp_path) as host:  # what a host of this process has, the command's has too
+        cgroups = host.orphan_protection().cgroups
     assert json.loads(completed.stdout)["host_death"] == {
         "watchdog": True,
         "parent_death_signal": True,
         "subreaper": False,
+        "cgroups": cgroups,
     }
     table = subprocess.run(
         command("servers", "--home", str(tmp_path)), cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert "watchdog on, parent-death signal on, subreaper off" in table.stdout
+    expected = f"watchdog on, parent-death signal on, subreaper off, a cgroup per server {'on' if cgroups else 'off'}"
+    assert expected in table.stdout
 
 
 async def test_watch_killed_with_sigkill_leaves_no_server_family(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import trio
 from host_death_support import gone, host_process
 from polling import poll_until
 
@@ -112,6 +113,27 @@ async def test_a_killed_watchdog_is_replaced_and_the_replacement_guards_every_fa
         second = replaced["watchdog_pid"]
         assert isinstance(second, int)
         await poll_until(lambda: gone(second), limit=5.0, what="the watchdog exited")
+
+
+# The back-off the keeper once waited before replacing a watchdog that died young.
+OLD_BACK_OFF = 0.1
+
+
+async def test_a_host_killed_right_after_its_watchdog_leaves_no_server_family(tmp_path: Path) -> None:
+    # R-KILL-7: the watchdog is killed first, the host a moment later, well within the back-off the
+    # keeper once waited. The replacement starts at once: from its fork on it guards every family.
+    with host_process(tmp_path, "--sessions", "2", "--servers", "2", "--grandchildren") as host:
+        first = (await host.read_status())["watchdog_pid"]
+        assert len(host.families()) == 12
+        os.kill(first, signal.SIGKILL)
+        with trio.move_on_after(OLD_BACK_OFF * 0.6):  # the host is killed once its new watchdog is up, or now
+
+            async def replaced() -> bool:
+                return (await host.status())["watchdog_pid"] not in (None, first)
+
+            await poll_until(replaced, limit=OLD_BACK_OFF, what="a new watchdog", interval=0.002)
+        os.kill(host.pid, signal.SIGKILL)
+        await poll_until(lambda: host.families() == [], limit=DEATH_LIMIT, what="every server family of the host gone")
 
 
 async def test_a_host_that_closes_normally_leaves_neither_servers_nor_watchdog(tmp_path: Path) -> None:

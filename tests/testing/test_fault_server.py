@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 import mcp_types as types
+import psutil
 import pytest
 import trio
 from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
@@ -21,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from wave_actors.testing import FAULT_SERVER_PATH, entry_command, fault_server_entry
+from wave_actors.testing import FAULT_SERVER_PATH, entry_command, escaped_processes, fault_server_entry, kill_processes
 
 
 def _parameters(entry: dict[str, object]) -> StdioServerParameters:
@@ -242,3 +244,20 @@ async def test_pid_tool_and_pid_file_name_the_server_process(tmp_path: Path) -> 
         reported = json.loads(_text(await session.call_tool("pid", {})))
     assert reported["pid"] == int(pid_file.read_text())
     assert reported["grandchildren"] == []
+
+
+async def test_an_escaping_grandchild_leaves_every_mark_behind() -> None:
+    # Double-forked, in a session of its own, with an empty environment: only its label finds it.
+    label = f"escaping-{uuid.uuid4().hex}"
+    try:
+        async with connected(fault_server_entry(escaping_grandchild=label)) as (session, _):
+            reported = json.loads(_text(await session.call_tool("pid", {})))
+            [daemon] = escaped_processes(label)
+            assert reported["grandchildren"] == [daemon.pid]
+            assert daemon.environ() == {}
+            assert os.getsid(daemon.pid) not in (reported["sid"], daemon.pid)  # its parent's session, which left
+            assert daemon.ppid() != reported["pid"]
+            assert daemon.pid not in [child.pid for child in psutil.Process().children(recursive=True)]
+        assert [process.pid for process in escaped_processes(label)] == [daemon.pid]  # the server's close leaves it
+    finally:
+        kill_processes(escaped_processes(label))

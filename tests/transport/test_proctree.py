@@ -7,7 +7,10 @@ member hides from one or two of the three marks (descendant, session, tag).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
 import textwrap
 
@@ -68,6 +71,12 @@ SERVER = textwrap.dedent(
 ).format(sleeper=SLEEPER)
 
 
+def stat_start(pid: int) -> int:
+    stat = read_stat(pid)
+    assert stat is not None
+    return stat.start
+
+
 async def start(how: str) -> tuple[trio.Process, str, int]:
     """The server, its tag, and the pid of the member it started."""
     tag = family_tag()
@@ -109,7 +118,7 @@ async def test_a_setsid_child_without_the_tag_is_found_before_the_server_exits()
     # R-KILL-1: once the server exits on EOF, nothing links this child to it but the walk taken before.
     process, tag, member = await start("setsid-no-tag")
     assert os.getsid(member) == member and FAMILY_VARIABLE not in psutil.Process(member).environ()
-    assert member in dict(descendants_linux(process.pid))
+    assert member in dict(descendants_linux(process.pid, stat_start(process.pid)))
     assert await reclaim_politely(process, tag, member) == ([], False)
     assert process.returncode == 0  # it exited on EOF: the member was found before, not by a signal's timing
 
@@ -118,7 +127,7 @@ async def test_a_double_forked_orphan_is_found_by_its_tag() -> None:
     # R-KILL-1: re-parented before reclamation began, in a session of its own: only the scan's tag mark finds it.
     process, tag, member = await start("double-fork")
     assert psutil.Process(member).ppid() != process.pid and os.getsid(member) == member
-    assert member not in dict(descendants_linux(process.pid))
+    assert member not in dict(descendants_linux(process.pid, stat_start(process.pid)))
     assert await reclaim_politely(process, tag, member) == ([], False)
 
 
@@ -188,3 +197,26 @@ async def test_a_row_is_read_again_when_its_pid_may_have_come_back_or_it_was_rea
         assert scan(Snapshot({process.pid: young}, forks), pid_max).rows[process.pid].tag == tag
     finally:
         await stop(process)
+
+
+PID_REUSE_PROGRAM = os.path.join(os.path.dirname(__file__), "pid_reuse_program.py")
+
+
+def test_a_server_pid_reused_by_an_unrelated_session_is_never_signalled() -> None:
+    # R-KILL-1: once the server is waited for, its pid may name another process, and its session id
+    # another session; a reclaim that still counted them would kill an unrelated session.
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare for a pid namespace whose next pid can be chosen")
+    completed = subprocess.run(
+        [unshare, "--pid", "--fork", "--mount-proc", sys.executable, PID_REUSE_PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if completed.returncode != 0 and "unshare" in completed.stderr:
+        pytest.skip(f"no pid namespace here: {completed.stderr.strip()}")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout.splitlines()[-1])
+    assert report == {"reused": True, "leader_alive": True, "child_alive": True}

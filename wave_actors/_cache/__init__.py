@@ -4,8 +4,9 @@ Lazy dial (R-DIAL-1) means a fresh session has connected nothing, yet a
 status display should still show what each server offers. After every
 successful connect and every tool refresh, the server's owner (a session, or
 a project that shares its connections) records the server's
-tools in ``<home>/mcp-tools-cache.json``, keyed by server name and fingerprint
-(R-CACHE-1; the fingerprint covers the connection and the workdir, R-CFG-8).
+tools in ``<home>/mcp-tools-cache/``, one file per server name and
+fingerprint under a directory per workdir (R-CACHE-1; the fingerprint covers
+the connection and the workdir, R-CFG-8).
 A session's statuses show those tools for servers that have no live
 connection, marked as cached, with the last connect time (R-CACHE-2). They
 are for display only: declarations and calls take live tools only (R-TOOL-3).
@@ -15,9 +16,11 @@ The package, one concept a module:
 * :mod:`~wave_actors._cache.model`: the immutable records
   (:class:`CachedServer`, :class:`ToolCache`; a snapshot's tools are
   :class:`~wave_actors._listing.ServerTool` records);
-* :mod:`~wave_actors._cache.file`: the file, its format, reading that never
-  fails (R-CACHE-3) and the locked, atomic read-modify-write (R-CACHE-4);
-  synchronous, for worker threads, importing neither ``mcp`` nor ``trio``;
+* :mod:`~wave_actors._cache.file`: the files, their format, reading that
+  never fails (R-CACHE-3), atomic writes that need no lock (R-CACHE-4), the
+  budget (R-CACHE-6), never a write through a link (R-CACHE-7) and the
+  former single file (R-CACHE-8); synchronous, for worker threads, importing
+  neither ``mcp`` nor ``trio``;
 * :mod:`~wave_actors._cache.writer`: :class:`ToolCacheWriter`, an owner's
   view of the cache and the task in its nursery that writes its snapshots.
 
@@ -25,8 +28,8 @@ Modules outside the package import from here, never from its modules.
 """
 
 from wave_actors._cache.file import (
-    CACHE_FILE_NAME as CACHE_FILE_NAME,
-    cache_file as cache_file,
+    CACHE_DIRECTORY_NAME as CACHE_DIRECTORY_NAME,
+    cache_directory as cache_directory,
     read_cache as read_cache,
     update_cache as update_cache,
 )
@@ -38,12 +41,12 @@ from wave_actors._cache.model import (
 from wave_actors._cache.writer import ToolCacheWriter as ToolCacheWriter
 
 __all__ = [
-    "CACHE_FILE_NAME",
+    "CACHE_DIRECTORY_NAME",
     "EMPTY_CACHE",
     "CachedServer",
     "ToolCache",
     "ToolCacheWriter",
-    "cache_file",
+    "cache_directory",
     "read_cache",
     "update_cache",
 ]

@@ -8,8 +8,9 @@ project's shared one) from the cache read when its owner was created
 (:meth:`~wave_actors._parameters.SessionParameters.load_with_tool_cache`,
 which reads through :func:`~wave_actors._cache.file.read_cache` with
 ``shared=True``), told of every change of the group, and writes through
-:func:`~wave_actors._cache.file.update_cache` from a worker thread. The file
-itself, its format and its lock are :mod:`wave_actors._cache.file`'s.
+:func:`~wave_actors._cache.file.update_cache` from a worker thread. The
+files themselves, their format and their budget are
+:mod:`wave_actors._cache.file`'s.
 """
 
 from __future__ import annotations
@@ -28,12 +29,9 @@ if TYPE_CHECKING:
     from wave_actors._actor.machine import ActorState
     from wave_actors._config import ServerConfig
 
-__all__ = ["SESSION_LOCK_TIMEOUT", "SETTLE_LIMIT", "WRITE_LIMIT", "ToolCacheWriter"]
+__all__ = ["SETTLE_LIMIT", "WRITE_LIMIT", "ToolCacheWriter"]
 
 logger = logging.getLogger(__name__)
-
-SESSION_LOCK_TIMEOUT: Final = 1.0
-"""Seconds a write waits for another writer's lock (a write takes milliseconds) before it is dropped."""
 
 WRITE_LIMIT: Final = 2.0
 """Seconds an owner waits for one write, even while it closes; past it the write is left to its thread."""
@@ -41,10 +39,12 @@ WRITE_LIMIT: Final = 2.0
 SETTLE_LIMIT: Final = 1.0
 """Seconds a snapshot waits for the owner's other dials to settle before it is written.
 
-A write rewrites the whole file (3 to 4 ms of CPU with 20 servers). A turn
-dialing 20 servers wrote it some 6 times while the dials ran, which made
-them 3 to 7 % slower (``python -m benchmarks.dial``, init_delay 0); now it
-writes once, when the last of them is up or has failed.
+When a write rewrote the one cache file (3 to 4 ms of CPU with 20 servers),
+a turn dialing 20 servers wrote it some 6 times while the dials ran, which
+made them 3 to 7 % slower (``python -m benchmarks.dial``, init_delay 0). A
+write now replaces only the owner's own entry files, but still looks over
+the whole cache for its budget: it is done once, when the last dial of the
+turn is up or has failed.
 """
 
 
@@ -65,11 +65,11 @@ class ToolCacheWriter:
     caller and no event loop waits for the disk. Each write is shielded from
     the owner's cancellation and bounded by :data:`WRITE_LIMIT`, so an
     owner that closes right after a connect still records it, and a disk or
-    a lock holder that hangs delays the close by that much at most. A write
+    a disk that hangs delays the close by that much at most. A write
     that fails is logged at debug level and dropped: the cache is a
     convenience, never a reason to fail.
 
-    :param path: the cache file.
+    :param path: the cache's directory (:func:`~wave_actors._cache.file.cache_directory`).
     :param workdir: the owner's resolved workdir.
     :param cache: the workdir's entries, as read at creation.
     :param nursery: the owner's nursery, where the writer runs.
@@ -189,12 +189,7 @@ class ToolCacheWriter:
         if not batch:
             return
         write = functools.partial(
-            update_cache,
-            self._path,
-            workdir=self._workdir,
-            configured=tuple(self._configured()),
-            updates=batch,
-            lock_timeout=SESSION_LOCK_TIMEOUT,
+            update_cache, self._path, workdir=self._workdir, configured=tuple(self._configured()), updates=batch
         )
         # Shielded: an owner closing right after a connect still keeps what it learned. Bounded: a
         # disk that hangs costs WRITE_LIMIT, and its thread is left to finish on its own.

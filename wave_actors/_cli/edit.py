@@ -24,6 +24,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, edited_options, home, workdir
 from wave_actors._config import ConfigError
+from wave_actors._config.redact import literal_secrets
 from wave_actors._config.store import ConfigChanged, ConfigFile, ConfigStore
 from wave_actors._console import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROGRAM, fail, printable, write_json
 
@@ -38,7 +39,8 @@ def add_edit_commands(commands: Any, output: CommandParser) -> None:
     """
     edited = edited_options()
     edits = "exit codes: 0 done; 1 the file could not be written or changed meanwhile; 2 bad arguments, an "
-    edits += "invalid entry, an unknown or existing name, or a file that is not valid configuration JSON"
+    edits += "invalid entry, an unknown or existing name, a literal secret for the project file without --force, "
+    edits += "a project file that links outside the workdir, or a file that is not valid configuration JSON"
     add = commands.add_parser(
         "add",
         parents=[edited, output],
@@ -66,6 +68,12 @@ def add_edit_commands(commands: Any, output: CommandParser) -> None:
     add.add_argument("--tool-timeout-ms", type=int, default=None, metavar="MS", help="each call's deadline")
     add.add_argument("--disabled", action="store_true", help='add it with "enabled": false')
     add.add_argument("--replace", action="store_true", help="replace an entry of the same name in that file")
+    add.add_argument(
+        "--force",
+        action="store_true",
+        help="write literal env, header or URL secrets into the project file anyway (it is shared with the "
+        "repository; ${VAR} placeholders keep them out of it)",
+    )
     remove = commands.add_parser(
         "remove",
         parents=[edited, output],
@@ -142,6 +150,19 @@ def _pairs(values: Sequence[str], separator: str, option: str) -> dict[str, str]
     return pairs
 
 
+def _refuse_literal_secrets(entry: dict[str, object]) -> None:
+    """Exit 2 when ``entry`` would put a secret, as written, into the project file (R-STORE-6, R-CFG-12)."""
+    found = literal_secrets(entry)
+    if found:
+        fail(
+            f"refusing to write literal values ({', '.join(found)}) into the project file: it is shared with "
+            "everyone who has the repository. Give them as ${VAR} placeholders (-e NAME='${NAME}', "
+            "-H 'Authorization: Bearer ${TOKEN}'), set in the environment of whoever runs the server, "
+            "or add --force",
+            EXIT_USAGE,
+        )
+
+
 def add(arguments: argparse.Namespace, out: TextIO) -> int:
     """Add SERVER to the user or project file, or with ``--replace`` replace its entry there.
 
@@ -149,8 +170,9 @@ def add(arguments: argparse.Namespace, out: TextIO) -> int:
     :param out: where what was done is said.
     :returns: :data:`~wave_actors._console.EXIT_OK`.
     :raises CommandFailed: the file could not be written or changed meanwhile
-        (exit 1); bad arguments, an invalid entry, an existing name or a file
-        that is not valid configuration JSON (exit 2).
+        (exit 1); bad arguments, an invalid entry, an existing name, a file
+        that is not valid configuration JSON, or a literal secret for the
+        project file without ``--force`` (exit 2).
     """
     name = cast(str, arguments.server)
     command_line = cast(list[str], arguments.command_line)
@@ -176,6 +198,8 @@ def add(arguments: argparse.Namespace, out: TextIO) -> int:
         entry["tool_timeout_ms"] = arguments.tool_timeout_ms
     if arguments.disabled:
         entry["enabled"] = False
+    if arguments.scope == "project" and not arguments.force:
+        _refuse_literal_secrets(entry)
     store = _store(arguments)
     try:
         current = store.read(arguments.scope)

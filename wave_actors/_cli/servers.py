@@ -8,7 +8,9 @@ Then each project entry's standing in ``--trust approved`` (R-CFG-10):
 approved, changed since approval, pending or disabled, whatever mode the
 listing itself loaded in. Last, what protects against the death of the
 commands that dial (R-KILL-7): their host's watchdog, the parent-death
-signal, subreaper mode.
+signal, subreaper mode, and whether each server family runs in a cgroup of
+its own (R-KILL-10; probed by making and removing a directory in this
+process's cgroup, nothing is started).
 
 This command must start fast and spawn nothing, so it imports no MCP SDK
 code: it reads the configuration and the cache, and asks the catalog
@@ -56,10 +58,11 @@ def _configured_state(config: ServerConfig) -> str:
 
 def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
     """Every server as a new session shows it: disconnected, with the tools of the snapshot cache (R-CACHE-2)."""
-    from wave_actors._cache import cache_file, read_cache
+    from wave_actors._cache import cache_directory, read_cache
     from wave_actors._catalog import statuses_before_dialing
 
-    cache = read_cache(cache_file(home_directory), workdir=loaded.workdir)
+    keys = [(config.name, config.fingerprint) for config in loaded.servers.values()]
+    cache = read_cache(cache_directory(home_directory), workdir=loaded.workdir, keys=keys)
     return {status.name: status for status in statuses_before_dialing(loaded.servers.values(), cache)}
 
 
@@ -102,11 +105,17 @@ def _host_death_document() -> dict[str, bool]:
         "watchdog": protection.watchdog,
         "parent_death_signal": protection.parent_death_signal,
         "subreaper": protection.subreaper,
+        "cgroups": protection.cgroups,
     }
 
 
 def _host_death_line(document: dict[str, bool]) -> str:
-    labels = {"watchdog": "watchdog", "parent_death_signal": "parent-death signal", "subreaper": "subreaper"}
+    labels = {
+        "watchdog": "watchdog",
+        "parent_death_signal": "parent-death signal",
+        "subreaper": "subreaper",
+        "cgroups": "a cgroup per server",
+    }
     words = ", ".join(f"{labels[name]} {'on' if on else 'off'}" for name, on in document.items())
     return f"if the command dies (tools, call, watch, working-set): {words}"
 

@@ -1,7 +1,8 @@
 """Replacing a file atomically, and the inter-process lock around read-modify-write (R-CACHE-4, R-STORE-1).
 
-Two things, shared by the configuration store (:mod:`wave_actors._config.store`)
-and the tool snapshot cache (:mod:`wave_actors._cache.file`):
+Two things: the configuration store (:mod:`wave_actors._config.store`) uses
+both, the tool snapshot cache (:mod:`wave_actors._cache.file`), whose writes
+replace whole files and need no lock, the first:
 
 * :func:`replace_atomically` writes new content to a temporary file in the
   target's directory, flushes it to disk, renames it over the target and
@@ -20,7 +21,7 @@ record locks (``fcntl.lockf``):
   there is no stale lock file to detect or break (a lock file that merely
   *exists* would need exactly that);
 * it belongs to the open file, not to the process: two threads of one host
-  (two sessions writing the cache from worker threads) exclude each other
+  (two sessions editing a file from worker threads) exclude each other
   too. POSIX record locks are per process and are dropped when the process
   closes *any* descriptor of the file, which a second writer thread does;
 * ``flock`` works on a directory descriptor, so a configuration file can be
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -127,8 +129,26 @@ def remove_stale_temporaries(target: Path) -> None:
                     os.unlink(entry.path)
 
 
+def _create_temporary(target: Path, mode: int | None) -> tuple[int, str]:
+    """A new temporary file beside ``target``: its descriptor and path.
+
+    With ``mode`` ``None`` it is created ``0o666`` and the kernel takes the
+    process's umask (and a default ACL of the directory) off it, as for any
+    new file: reading the umask would mean changing it, for every thread.
+    """
+    if mode is not None:
+        return tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".tmp", dir=target.parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        path = os.path.join(target.parent, f"{temporary_prefix(target)}{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+
+
 def replace_atomically(
-    target: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None, durable: bool = True
+    target: Path, data: bytes, *, mode: int | None, owner: tuple[int, int] | None = None, durable: bool = True
 ) -> None:
     """Replace ``target``'s content with ``data``: a temporary file, fsync, rename, fsync of the directory.
 
@@ -136,7 +156,8 @@ def replace_atomically(
 
     :param target: the file (not a symbolic link: the link itself would be replaced).
     :param data: the new content.
-    :param mode: the permission bits of the new file.
+    :param mode: the permission bits of the new file; ``None``: those of any
+        new file, ``0o666`` less the process's umask.
     :param owner: ``(uid, gid)`` to give the new file, when it replaces one of
         another owner (a file edited by root stays its user's); ignored when
         not permitted.
@@ -145,10 +166,11 @@ def replace_atomically(
         skip it (the file is whole either way).
     :raises OSError: the file could not be written; ``target`` is unchanged.
     """
-    descriptor, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".tmp", dir=target.parent)
+    descriptor, temporary = _create_temporary(target, mode)
     try:
         try:
-            os.fchmod(descriptor, mode)
+            if mode is not None:
+                os.fchmod(descriptor, mode)
             if owner is not None and owner != (os.geteuid(), os.getegid()):
                 with contextlib.suppress(OSError):
                     os.fchown(descriptor, *owner)

@@ -27,7 +27,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["Expansion", "expand_variables"]
+__all__ = ["Expansion", "expand_variables", "has_placeholder"]
 
 _PLACEHOLDER: Final = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
@@ -70,3 +70,11 @@ def expand_variables(text: str, environ: Mapping[str, str]) -> Expansion:
     # quadratic time; before it, every "${X:-" match succeeds at the next "}" and consumes what it scanned.
     end = text.rfind("}") + 1
     return Expansion(_PLACEHOLDER.sub(replace, text[:end]) + text[end:], tuple(missing))
+
+
+def has_placeholder(text: str) -> bool:
+    """Whether ``text`` holds a ``${VAR}`` or ``${VAR:-default}`` placeholder (R-CFG-5).
+
+    Linear in the length of ``text``, like :func:`expand_variables`.
+    """
+    return _PLACEHOLDER.search(text, 0, text.rfind("}") + 1) is not None

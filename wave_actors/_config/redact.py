@@ -10,9 +10,11 @@ everywhere the same way. They never raise, whatever the input.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
 
-__all__ = ["MASK", "describe_secret", "redact_mapping", "redact_url"]
+from wave_actors._config.expand import has_placeholder
+
+__all__ = ["MASK", "describe_secret", "literal_secrets", "redact_mapping", "redact_url"]
 
 MASK: Final = "***"
 """What stands in for a secret value."""
@@ -87,3 +89,39 @@ def describe_secret(value: object) -> str:
     if isinstance(value, list | tuple):
         return "a list"
     return f"a {type(value).__name__}"
+
+
+def _literal(value: object) -> bool:
+    return isinstance(value, str) and bool(value) and not has_placeholder(value)
+
+
+def literal_secrets(entry: Mapping[str, object]) -> list[str]:
+    """Where an entry holds a secret as written, not as a ``${VAR}`` placeholder: names only (R-CFG-12).
+
+    Every ``env`` value, ``headers`` value, URL password and URL query value
+    that is not empty and holds no placeholder: ``env TOKEN``,
+    ``header Authorization``, ``url password``, ``url query api_key``. A
+    project file is shared with everyone who has the repository; these are
+    what should be ``${VAR}`` there.
+
+    :param entry: a raw server entry, as it would be written to a file.
+    :returns: one description per literal value, in the entry's order; never a value.
+    """
+    found: list[str] = []
+    for field, label in (("env", "env"), ("headers", "header")):
+        values = entry.get(field)
+        if isinstance(values, Mapping):
+            named = cast(Mapping[object, object], values)
+            found += [f"{label} {name}" for name, value in named.items() if _literal(value)]
+    url = entry.get("url")
+    if isinstance(url, str):
+        rest, _, query = url.partition("#")[0].partition("?")
+        authority = rest.partition("://")[2].partition("/")[0]
+        userinfo, at, _ = authority.rpartition("@")
+        if at and _literal(userinfo.partition(":")[2]):
+            found.append("url password")
+        for parameter in query.split("&") if query else ():
+            name, equals, value = parameter.partition("=")
+            if _literal(value if equals else name):
+                found.append(f"url query {name if equals else 'value'}")
+    return found

@@ -67,6 +67,7 @@ __all__ = [
     "SourceFile",
     "UnreadableFile",
     "default_home",
+    "file_kind",
     "parse_json_document",
     "project_file",
     "read_file_bytes",
@@ -173,7 +174,15 @@ class UnreadableFile(Exception):
     """A JSON file exists but cannot be used; the message says why, for a person."""
 
 
-def _kind_of(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` is, for a person: "a directory", "a FIFO (named pipe)", "a symbolic link", ...
+
+    :param mode: ``st_mode`` of ``os.stat`` or ``os.lstat``.
+    """
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISREG(mode):
+        return "a regular file"
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -189,7 +198,7 @@ def _kind_of(mode: int) -> str:
 
 def _check_regular(status: os.stat_result, limit: int, what: str) -> None:
     if not stat.S_ISREG(status.st_mode):
-        raise UnreadableFile(f"is {_kind_of(status.st_mode)}, not a regular file")
+        raise UnreadableFile(f"is {file_kind(status.st_mode)}, not a regular file")
     if status.st_size > limit:
         raise UnreadableFile(_too_big(status.st_size, limit, what))
 

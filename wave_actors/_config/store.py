@@ -33,9 +33,18 @@ read-only (R-STORE-2). The store does not touch running sessions: they see an
 edit when they are reconfigured (``Session.reconfigure()``, R-STORE-5).
 
 A symbolic link to the file is followed: the file it points to is rewritten
-and the link stays. A new user file is readable by its owner only (it may hold
-tokens); a new project file is readable by everyone, like the rest of a
-repository; a rewritten file keeps its permission bits and owner.
+and the link stays. A project file, though, is edited only when its real path
+lies inside the workdir: a repository's ``.mcp.json`` linked to the user's
+own file (or to any file outside the project) is refused, so that editing
+"the project" never rewrites something else (R-STORE-6). A new user file is
+readable by its owner only (it may hold tokens); a new project file gets the
+permissions of any new file of the process (its umask decides: 0644 under the
+usual 022, 0600 under 077); a rewritten file keeps its permission bits and
+owner. A project file is shared with everyone who has the repository: an
+entry written there with a literal secret (an ``env`` or header value, a URL
+password or query value that is not a ``${VAR}`` placeholder) is written, and
+a warning names where (never the value); ``wave-actors add`` refuses it
+without ``--force``.
 
 Everything here is synchronous file I/O: a host on an event loop calls it in a
 worker thread (``await trio.to_thread.run_sync(store.remove, name, scope, version)``).
@@ -49,6 +58,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -62,6 +72,7 @@ from wave_actors._config.atomic import exclusive_lock, remove_stale_temporaries,
 from wave_actors._config.converter import ENTRY_FIELDS
 from wave_actors._config.entry import parse_entry
 from wave_actors._config.model import Severity, Source
+from wave_actors._config.redact import literal_secrets
 from wave_actors._config.sources import (
     SERVERS_KEY,
     SERVERS_KEY_ALIAS,
@@ -83,8 +94,11 @@ ABSENT_VERSION: Final = "absent"
 """The version of a file that does not exist (R-STORE-4)."""
 
 _EDITABLE: Final = (Source.USER, Source.PROJECT)
-_NEW_FILE_MODES: Final = {Source.USER: 0o600, Source.PROJECT: 0o644}
+# None: what the process's umask leaves of 0o666, as for any file it creates.
+_NEW_FILE_MODES: Final[dict[Source, int | None]] = {Source.USER: 0o600, Source.PROJECT: None}
 _LOCK_TIMEOUT: Final = 10.0
+
+logger = logging.getLogger(__name__)
 
 
 class ConfigChanged(ConfigError):
@@ -203,7 +217,9 @@ class ConfigStore:
         def change(document: SplicedDocument) -> None:
             document.set(name, checked)
 
-        return self._edit(source, expected_version, change)
+        written = self._edit(source, expected_version, change)
+        self._warn_of_literal_secrets(source, path, {name: checked})
+        return written
 
     def remove(self, name: str, scope: Source | str, expected_version: str) -> ConfigFile:
         """Remove ``name`` from the user or project file (R-STORE-1).
@@ -269,9 +285,35 @@ class ConfigStore:
             for name, entry in checked.items():
                 current.set(name, entry)
 
-        return self._edit(source, expected_version, change)
+        written = self._edit(source, expected_version, change)
+        self._warn_of_literal_secrets(source, path, checked)
+        return written
 
     # Helpers.
+
+    @staticmethod
+    def _warn_of_literal_secrets(source: Source, path: Path, entries: Mapping[str, object]) -> None:
+        """Say where a project file now holds a secret as written (names only, R-CFG-12, R-STORE-6)."""
+        if source is not Source.PROJECT:
+            return
+        for name, entry in entries.items():
+            found = literal_secrets(cast(Mapping[str, object], entry)) if isinstance(entry, Mapping) else []
+            if found:
+                logger.warning(
+                    "%s: server %r holds literal values (%s); a project file is shared with everyone who has the "
+                    "repository: prefer ${VAR} placeholders",
+                    path,
+                    name,
+                    ", ".join(found),
+                )
+
+    def _inside_the_project(self, path: Path, target: Path) -> None:
+        """Refuse a project file whose real path lies outside the workdir (R-STORE-6)."""
+        if not target.is_relative_to(self._workdir):
+            raise ConfigError(
+                f"cannot edit {path}: it is a link to {target}, outside the project {self._workdir}; "
+                "edit that file itself (the user file with --scope user), or replace the link with a file"
+            )
 
     def _read(self, path: Path) -> bytes | None:
         try:
@@ -346,6 +388,8 @@ class ConfigStore:
     ) -> ConfigFile:
         path = self.path(source)
         target = Path(os.path.realpath(path))  # a symbolic link stays a link to the rewritten file
+        if source is Source.PROJECT:
+            self._inside_the_project(path, target)
         try:
             if source is Source.USER:
                 target.parent.mkdir(parents=True, exist_ok=True)  # adding the first user server

@@ -87,7 +87,7 @@ class Demo:
         return chat, slow
 
     async def host_death_defences(self) -> None:
-        """Say what protects the families if this host dies without closing (R-KILL-6, R-KILL-7)."""
+        """Say what protects the families if this host dies without closing (R-KILL-6, R-KILL-7, R-KILL-10)."""
         with trio.move_on_after(_RECONNECT_TIMEOUT):
             # The watchdog names itself a few milliseconds after the host opened.
             while self.host.orphan_protection().watchdog and self.host.orphan_protection().watchdog_pid is None:
@@ -97,7 +97,8 @@ class Demo:
         watchdog = f"watchdog pid {protection.watchdog_pid}" if protection.watchdog_pid else "no watchdog"
         text = (
             f"if this host dies (SIGKILL included): {watchdog}, parent-death signal "
-            f"{on[protection.parent_death_signal]}, subreaper {on[protection.subreaper]}"
+            f"{on[protection.parent_death_signal]}, subreaper {on[protection.subreaper]}, "
+            f"a cgroup per server {on[protection.cgroups]}"
         )
         if sys.platform.startswith("linux"):
             self.walk.check(protection.watchdog_pid is not None, text)

@@ -10,7 +10,11 @@ and imports nothing of wave-actors above it.
 - :mod:`.procfs`: the one reader of ``/proc`` (a process's ``stat``, its
   environment, its children).
 - :mod:`.prctl`: the ``prctl`` call.
+- :mod:`.system_program`: the programs a spawn runs besides the server
+  (``setpriv``, ``sh``), found only among the system's own.
 - :mod:`.parent_death`: the parent-death signal a server asks for, and how.
+- :mod:`.cgroup`: a cgroup of its own for each family, where the host may
+  make them, ended with ``cgroup.kill``.
 - :mod:`.registry`: every family the process runs, told to its guards.
 
 Importing this package imports nothing: the watchdog program, which runs

@@ -16,7 +16,9 @@ servers that way cost the host 230 ms of CPU (the event loop's thread
 130 ms) where the bare SDK's same dials cost 50 ms, and the turn took 1.3 to
 1.5 times as long. So where util-linux's ``setpriv`` can make the request
 (``--pdeathsig``, util-linux 2.33 and later; found once, by a trial run,
-:func:`find_setpriv`), the server is ``vfork``-ed through it:
+:func:`find_setpriv`, and only among the system's own programs, never on the
+host's ``PATH``: it sees every server's command line and environment), the
+server is ``vfork``-ed through it:
 ``setpriv --pdeathsig SIGTERM -- argv...`` (:func:`setpriv_argv`) makes the
 call and execs the server in the same process (same pid, session,
 environment and ``argv``; the family tag is in the environment from the
@@ -32,7 +34,6 @@ transport's: :mod:`wave_actors._transport.spawn`. What a host reports
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ from typing import Final
 import trio
 
 from wave_actors._family.prctl import PR_SET_PDEATHSIG, PRCTL_AVAILABLE, prctl
+from wave_actors._family.system_program import trusted_system_program
 
 __all__ = [
     "PARENT_DEATH_SIGNAL",
@@ -56,8 +58,6 @@ PARENT_DEATH_SIGNAL: Final = signal.SIGTERM
 # The spawner hands a process its own threads started to trio with the constructor open_process uses.
 _AVAILABLE: Final = PRCTL_AVAILABLE and hasattr(trio.Process, "_create")
 
-# Where setpriv is looked for besides the host's own PATH.
-_SETPRIV_PATH: Final = "/usr/bin:/bin:/usr/sbin:/sbin"
 _PROBE_LIMIT: Final = 5.0
 
 
@@ -85,14 +85,17 @@ def setpriv_argv(setpriv: str, argv: Sequence[str]) -> list[str]:
 def find_setpriv() -> str | None:
     """The path of a ``setpriv`` that sets the parent-death signal and execs, or ``None``.
 
-    Blocking: a trial run of ``setpriv --pdeathsig SIGTERM -- setpriv --version``
-    (two execs of a small binary, a few milliseconds). The spawner runs it once.
+    Only a ``setpriv`` of the system's own qualifies
+    (:func:`~wave_actors._family.system_program.trusted_system_program`: in
+    ``/usr/bin``, ``/bin``, ``/usr/sbin`` or ``/sbin``, root's and writable by
+    nobody else); the host's ``PATH`` is never searched, and nothing else is
+    ever run. Blocking: a trial run of ``setpriv --pdeathsig SIGTERM --
+    setpriv --version`` (two execs of a small binary, a few milliseconds).
+    The spawner runs it once.
     """
-    search = os.pathsep.join(part for part in (os.environ.get("PATH", ""), _SETPRIV_PATH) if part)
-    found = shutil.which("setpriv", path=search)
-    if found is None:
+    setpriv = trusted_system_program("setpriv")
+    if setpriv is None:
         return None
-    setpriv = os.path.abspath(found)
     try:
         trial = subprocess.run(
             setpriv_argv(setpriv, [setpriv, "--version"]),

@@ -35,6 +35,7 @@ __all__ = [
     "read_pid_max",
     "read_pids",
     "read_stat",
+    "session_still_started_by",
 ]
 
 LINUX: Final = sys.platform.startswith("linux")
@@ -123,6 +124,24 @@ def read_stat(pid: int) -> ProcessStat | None:
         return ProcessStat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]))
     except (IndexError, ValueError):
         return None
+
+
+def session_still_started_by(leader: int, start: int) -> bool:
+    """Whether session id ``leader`` still names the session of the process that was ``leader`` at ``start``.
+
+    A server starts a session of its own, whose id is its pid; its members
+    keep that id after it dies. The kernel never hands a pid out again while
+    a session or process group of that id has a member, so if no process has
+    the pid now, or the one that has it is still the leader (same start time),
+    every member of a session ``leader`` belongs to that leader's family. If
+    another process has the pid, the leader and all of its session are gone,
+    and a session of that id is the newcomer's: nothing of ours.
+
+    :param leader: the leader's pid (a server's).
+    :param start: its start time (:attr:`ProcessStat.start`).
+    """
+    stat = read_stat(leader)
+    return stat is None or stat.start == start
 
 
 def read_environment_variable(pid: int, name: str) -> str | None:

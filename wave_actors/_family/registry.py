@@ -47,17 +47,22 @@ class Family:
 
     :param tag: its :data:`~wave_actors._family.tag.FAMILY_VARIABLE` value.
     :param graces: the graces its own reclamation would use.
+    :param cgroup: its cgroup's directory, when it has one (R-KILL-10).
     :param root: the server's pid, once spawned.
     :param start: the server's start time (``/proc`` clock ticks), with the pid its identity.
     """
 
     tag: str
     graces: Graces
+    cgroup: str | None = None
     root: int | None = None
     start: int | None = None
 
     def begin_line(self) -> bytes:
-        return f"begin {self.tag} {self.graces.eof:g} {self.graces.term:g}\n".encode()
+        line = f"begin {self.tag} {self.graces.eof:g} {self.graces.term:g}\n"
+        if self.cgroup is not None:
+            line += f"cgroup {self.tag} {self.cgroup}\n"  # the rest of the line: a path may hold spaces
+        return line.encode(errors="surrogateescape")
 
     def root_line(self) -> bytes:
         return f"root {self.tag} {self.root} {self.start}\n".encode() if self.root is not None else b""
@@ -71,11 +76,11 @@ class FamilyRegistry:
         self._families: dict[str, Family] = {}
         self._listeners: list[Listener] = []
 
-    def begin(self, tag: str, graces: Graces) -> None:
-        """A family tagged ``tag`` is about to be spawned."""
+    def begin(self, tag: str, graces: Graces, cgroup: str | None = None) -> None:
+        """A family tagged ``tag`` is about to be spawned (into ``cgroup``, if it has one)."""
         if not LINUX:
             return
-        family = Family(tag, graces)
+        family = Family(tag, graces, cgroup)
         with self._lock:
             self._families[tag] = family
             self._tell(family.begin_line())

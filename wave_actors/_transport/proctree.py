@@ -53,6 +53,7 @@ import attrs
 import psutil
 import trio
 
+from wave_actors._family.cgroup import cgroup_members
 from wave_actors._family.procfs import (
     CLOCK_TICKS,
     LINUX,
@@ -67,7 +68,7 @@ from wave_actors._family.procfs import (
 )
 from wave_actors._family.tag import FAMILY_VARIABLE
 
-__all__ = ["find_descendants", "find_family", "live_processes"]
+__all__ = ["find_contained", "find_descendants", "find_family", "live_processes", "process_start"]
 
 # A scan of the process table that took less than this runs in the trio thread the next time.
 _INLINE_SCAN: Final = 0.002
@@ -214,17 +215,27 @@ def _open(pid: int, start: float) -> psutil.Process | None:
         return None
 
 
-def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[_Row]:
-    """The family rooted at ``pid`` in one scan: marked members and all their descendants."""
+def _family_in(table: Mapping[int, _Row], pid: int, start: float | None, tag: str | None) -> list[_Row]:
+    """The family rooted at ``pid`` (started at ``start``) in one scan: marked members and all their descendants.
+
+    ``pid`` stands for the root only while no other process has it: a row of
+    that pid with another start time is a newcomer, and so is a session of
+    that id (see :func:`~wave_actors._family.procfs.session_still_started_by`);
+    neither is ours. A zombie root has no row, and its pid cannot be reused.
+    With ``start`` unknown, neither the pid nor the session is trusted: the
+    tag alone finds the family.
+    """
+    holder = table.get(pid)
+    ours = start is not None and (holder is None or holder.start == start)
     found = {
         row.pid: row
         for row in table.values()
-        if row.pid == pid or row.sid == pid or (tag is not None and row.tag == tag)
+        if (ours and (row.pid == pid or row.sid == pid)) or (tag is not None and row.tag == tag)
     }
     children: dict[int, list[_Row]] = {}
     for row in table.values():
         children.setdefault(row.ppid, []).append(row)
-    stack = [pid, *found]
+    stack = [pid, *found] if ours else list(found)
     while stack:
         for child in children.get(stack.pop(), ()):
             if child.pid not in found:
@@ -233,11 +244,15 @@ def _family_in(table: Mapping[int, _Row], pid: int, tag: str | None) -> list[_Ro
     return list(found.values())
 
 
-def _descendants_linux(pid: int) -> list[tuple[int, int]]:
-    """``pid`` and its descendants as ``(pid, start)``, from ``/proc/PID/task/TID/children`` (blocking).
+def _descendants_linux(pid: int, start: int) -> list[tuple[int, int]]:
+    """``pid`` (if it is still the process started at ``start``) and its descendants as ``(pid, start)`` (blocking).
 
-    Costs a few reads per member, whatever the size of the process table.
+    Read from ``/proc/PID/task/TID/children``: a few reads per member,
+    whatever the size of the process table.
     """
+    root = read_stat(pid)
+    if root is None or root.start != start:
+        return []  # gone, and its pid maybe someone else's now: nothing to walk
     found: dict[int, int] = {}
     stack = [pid]
     while stack:
@@ -301,25 +316,66 @@ def _opened(members: Iterable[tuple[int, float]]) -> list[psutil.Process]:
     return [process for pid, start in members if (process := _open(pid, start)) is not None]
 
 
-async def find_family(pid: int, tag: str | None) -> list[psutil.Process]:
-    """Every member of the family alive now, by all three marks (a scan of the whole table)."""
+def process_start(pid: int) -> float | None:
+    """When ``pid`` started, in the unit of the process table's rows; ``None`` if there is no such process (blocking).
+
+    Call it only while ``pid`` is certainly the process meant (a child not yet
+    waited for): from then on the pair names that process for good.
+    """
+    if LINUX:
+        stat = read_stat(pid)
+        return None if stat is None else stat.start
+    try:  # pragma: no cover - platforms without /proc
+        return psutil.Process(pid).create_time()
+    except psutil.Error:  # pragma: no cover
+        return None
+
+
+async def find_family(pid: int, start: float | None, tag: str | None) -> list[psutil.Process]:
+    """Every member of the family alive now, by all three marks (a scan of the whole table).
+
+    :param pid: the server's pid.
+    :param start: its start time (:func:`process_start`); the pid and its
+        session count only while they still name that process (pid reuse).
+    :param tag: its :data:`~wave_actors._family.tag.FAMILY_VARIABLE` value.
+    """
     try:
         table = _TABLE.get()
     except LookupError:
         table = _ProcessTable()
         _TABLE.set(table)
-    return _opened((row.pid, row.start) for row in _family_in(await table.rows(), pid, tag))
+    return _opened((row.pid, row.start) for row in _family_in(await table.rows(), pid, start, tag))
 
 
-async def find_descendants(pid: int, tag: str | None) -> list[psutil.Process]:
+def find_contained(cgroup: str, pid: int, start: float | None) -> list[psutil.Process]:
+    """Every process in the family's ``cgroup`` now, however it detached, and the server itself (R-KILL-10).
+
+    The server (``pid``, started at ``start``) counts even outside the
+    cgroup: a moment after the spawn it may not have entered it yet. One
+    read of ``cgroup.procs`` and of each member's ``stat`` (blocking, but a
+    few small files whatever the size of the process table: the trio thread
+    reads them).
+    """
+    members: dict[int, float] = {
+        member: stat.start for member in cgroup_members(cgroup) if (stat := read_stat(member)) is not None
+    }
+    if start is not None:
+        members.setdefault(pid, start)
+    return _opened(members.items())
+
+
+async def find_descendants(pid: int, start: float | None, tag: str | None) -> list[psutil.Process]:
     """``pid`` and its descendants now: what its death would hide (re-parented children).
 
     The other marks (session, tag) survive the server's death, so the scans
     after it find those members; this only reads the server's subtree, so it
     costs a few reads however many processes the machine runs. Without
-    ``/proc/PID/task/TID/children``, a whole scan.
+    ``/proc/PID/task/TID/children``, a whole scan. A ``pid`` that no longer
+    names the process started at ``start`` has no descendants of ours.
     """
     if _CHILDREN_FILES:
+        if start is None:
+            return []
         # Read in the trio thread: a handful of small files costs less than a hop to a worker thread.
-        return _opened(_descendants_linux(pid))
-    return await find_family(pid, tag)
+        return _opened(_descendants_linux(pid, int(start)))
+    return await find_family(pid, start, tag)

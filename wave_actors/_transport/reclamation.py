@@ -14,6 +14,12 @@ reclamation nor be held by it for longer than the graces add up to; and
 whatever happens inside, every member ever found is sent SIGKILL before
 :func:`reclaim` returns, so no family is abandoned unsignalled.
 
+A family in a cgroup of its own (R-KILL-10, :mod:`wave_actors._family.cgroup`)
+is found by the cgroup alone, which holds every process the server ever
+started, however it detached: no walk, no scan of the process table. Its
+stages are the same, and end with ``cgroup.kill``, which ends at once every
+process still in it, one forked a moment ago included.
+
 In subreaper mode (``Host.open(subreaper=True)``, R-KILL-6) orphaned members
 are re-parented to the host itself; once killed, their exit status is
 collected here, so they do not linger as zombies.
@@ -34,8 +40,9 @@ from typing import Final
 import psutil
 import trio
 
+from wave_actors._family.cgroup import cgroup_populated, kill_cgroup
 from wave_actors._family.graces import Graces
-from wave_actors._transport.proctree import find_descendants, find_family
+from wave_actors._transport.proctree import find_contained, find_descendants, find_family, process_start
 
 __all__ = ["reclaim"]
 
@@ -80,14 +87,19 @@ def _signal_all(processes: Iterable[psutil.Process], signum: int) -> None:
             continue
 
 
-async def _wait_gone(processes: list[psutil.Process], limit: float, reap: Callable[[], object]) -> list[psutil.Process]:
-    """Wait until none of ``processes`` is alive or ``limit`` passes; return the survivors."""
+async def _wait_gone(
+    processes: list[psutil.Process], limit: float, reap: Callable[[], object], cgroup: str | None = None
+) -> list[psutil.Process]:
+    """Wait until none of ``processes`` is alive (and ``cgroup``, if given, is empty) or ``limit`` passes.
+
+    :returns: the survivors among ``processes``.
+    """
     interval = _FIRST_POLL_INTERVAL
     with trio.move_on_after(limit):
         while True:
             reap()
             processes = [process for process in processes if _alive(process)]
-            if not processes:
+            if not processes and (cgroup is None or not cgroup_populated(cgroup)):
                 return []
             # Most processes die within a millisecond of a signal: look soon, then less often.
             await trio.sleep(interval)
@@ -102,6 +114,8 @@ async def reclaim(
     tag: str | None,
     graces: Graces,
     close_stdin: Callable[[], Awaitable[None]] | None,
+    start: float | None = None,
+    cgroup: str | None = None,
 ) -> list[int]:
     """End ``process`` and its whole family; return the pids that survived.
 
@@ -115,8 +129,16 @@ async def reclaim(
     :param close_stdin: closes the server's stdin (the polite stage); ``None``
         skips straight to SIGTERM, as for a dial that was cancelled and has no
         session to end politely.
+    :param start: the server's start time (:func:`~.proctree.process_start`,
+        read at the spawn). Unknown, it is read now if the server has not been
+        waited for; once it has, its pid may name another process already,
+        and only the tag finds the family.
+    :param cgroup: the family's cgroup, if it has one: then it alone says who
+        the members are, and ``cgroup.kill`` ends them.
     :returns: pids still alive at the end (normally none).
     """
+    if start is None and process.returncode is None:
+        start = process_start(process.pid)  # not waited for: the pid is still our child's
     known: dict[int, psutil.Process] = {}
     leftovers: list[psutil.Process] = []
 
@@ -130,7 +152,10 @@ async def reclaim(
             return [] if process.poll() is not None else [process.pid]
         try:
             with trio.move_on_after(graces.total) as bound:
-                await _stages(process, tag, graces, close_stdin, known, reap)
+                if cgroup is None:
+                    await _stages(process, start, tag, graces, close_stdin, known, reap)
+                else:
+                    await _contained_stages(process, start, cgroup, graces, close_stdin, known, reap)
             if bound.cancelled_caught:
                 logger.warning(
                     "reclaiming pid %d ran past %.1f s; sending SIGKILL to the %d member(s) found",
@@ -140,6 +165,9 @@ async def reclaim(
                 )
         finally:
             # Whatever happened above, nothing found is left unsignalled.
+            if cgroup is not None and cgroup_populated(cgroup):
+                kill_cgroup(cgroup)
+                await _wait_gone([], graces.kill, reap, cgroup)
             leftovers = [member for member in known.values() if _alive(member)]
             if leftovers:
                 _signal_all(leftovers, signal.SIGKILL)
@@ -152,6 +180,7 @@ async def reclaim(
 
 async def _stages(
     process: trio.Process,
+    start: float | None,
     tag: str | None,
     graces: Graces,
     close_stdin: Callable[[], Awaitable[None]] | None,
@@ -166,11 +195,11 @@ async def _stages(
         return list(known.values())
 
     async def rescan() -> list[psutil.Process]:
-        return record(await find_family(process.pid, tag))
+        return record(await find_family(process.pid, start, tag))
 
     # Before any signal: the server's children re-parent once it dies, and
     # then only the other two marks find them.
-    record(await find_descendants(process.pid, tag))
+    record(await find_descendants(process.pid, start, tag))
     if close_stdin is not None:
         await close_stdin()
         with trio.move_on_after(graces.eof):
@@ -189,6 +218,40 @@ async def _stages(
             survivors = await _wait_gone(survivors, graces.kill, reap)
         if survivors:
             return  # unkillable; reported by the caller
+
+
+async def _contained_stages(
+    process: trio.Process,
+    start: float | None,
+    cgroup: str,
+    graces: Graces,
+    close_stdin: Callable[[], Awaitable[None]] | None,
+    known: dict[int, psutil.Process],
+    reap: Callable[[], object],
+) -> None:
+    """EOF, SIGTERM to every process in the family's cgroup, ``cgroup.kill``, recording members into ``known``.
+
+    The server itself counts whether or not it is in the cgroup yet: spawned a
+    moment ago, it may not have entered it (nor started anything) when a
+    cancelled dial reclaims it.
+    """
+    if close_stdin is not None:
+        await close_stdin()
+        with trio.move_on_after(graces.eof):
+            await process.wait()
+    reap()
+    members = find_contained(cgroup, process.pid, start)
+    for member in members:
+        known.setdefault(member.pid, member)
+    survivors = [member for member in members if _alive(member)]
+    if survivors:
+        _signal_all(survivors, signal.SIGTERM)
+        survivors = await _wait_gone(survivors, graces.term, reap, cgroup)
+    if survivors or cgroup_populated(cgroup):  # one that ignored SIGTERM, or forked after the listing
+        logger.info("cgroup %s outlived SIGTERM; ending it with cgroup.kill", cgroup)
+        kill_cgroup(cgroup)
+        _signal_all(survivors, signal.SIGKILL)
+        await _wait_gone(survivors, graces.kill, reap, cgroup)
 
 
 async def _reclaim_windows(

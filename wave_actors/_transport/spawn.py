@@ -28,6 +28,14 @@ spawn, still reclaims it.
 Without a usable ``setpriv`` the request is the ``preexec_fn`` fork, with a
 check that the host did not die between the fork and the ``prctl``.
 
+Where the family has a cgroup of its own (R-KILL-10,
+:mod:`wave_actors._family.cgroup`), the new process enters it before the
+server runs: through ``setpriv`` the command line is ``setpriv --pdeathsig
+SIGTERM -- sh -c ENTER cgroup.procs COMMAND...`` (``sh`` of the system's
+own, found with ``setpriv``; it moves itself into the cgroup and execs the
+command, same pid), in a forked child Python code writes to ``cgroup.procs``
+after the ``prctl``. Without a trusted ``sh`` such a server is forked.
+
 Either way the spawner thread reports the server's pid (``on_spawned``; the
 stdio transport tells the family registry,
 :meth:`~wave_actors._family.registry.FamilyRegistry.started`) as soon as it
@@ -55,14 +63,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+import attrs
 import trio
 
+from wave_actors._family.cgroup import enter_cgroup, entering_argv
 from wave_actors._family.parent_death import (
     ask_for_parent_death_signal,
     find_setpriv,
     parent_death_signal_available,
     setpriv_argv,
 )
+from wave_actors._family.system_program import trusted_system_program
 
 __all__ = ["check_command", "open_server_process"]
 
@@ -98,15 +109,28 @@ def check_command(command: str, env: Mapping[str, str], cwd: str | None) -> None
     raise (PermissionError if denied else FileNotFoundError)(code, os.strerror(code), command)
 
 
-_Job = Callable[["str | None"], None]
+@attrs.frozen
+class _Programs:
+    """What a spawn may run besides the server, found once (both the system's own, or ``None``).
+
+    :param setpriv: ``setpriv`` with ``--pdeathsig``; ``None``: the spawn forks.
+    :param sh: ``sh``, which moves a server into its cgroup on the way; ``None``:
+        a server with a cgroup is forked.
+    """
+
+    setpriv: str | None = None
+    sh: str | None = None
+
+
+_Job = Callable[[_Programs], None]
 
 
 class _Spawner:
     """Long-lived daemon threads that spawn every server (see the module's note).
 
     A thread is started whenever a job finds none idle, up to ``most``; none
-    ever ends. The first one looks for ``setpriv`` before taking a job, and
-    each job is handed its path (``None``: fork).
+    ever ends. The first one looks for ``setpriv`` and ``sh`` before taking a
+    job, and each job is handed what it found.
     """
 
     def __init__(self, find: Callable[[], str | None], most: int) -> None:
@@ -116,20 +140,21 @@ class _Spawner:
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job and not yet promised one
         self._found = threading.Event()
-        self._setpriv: str | None = None
+        self._programs = _Programs()
         self.threads: list[threading.Thread] = []
 
     def _serve(self, first: bool) -> None:
         if first:
             try:
-                self._setpriv = self._find()
+                setpriv = self._find()
+                self._programs = _Programs(setpriv, trusted_system_program("sh") if setpriv is not None else None)
             except Exception:  # this thread must never end; forking always works
-                self._setpriv = None
+                self._programs = _Programs()
             self._found.set()
         self._found.wait()
-        setpriv = self._setpriv
+        programs = self._programs
         while True:
-            self._jobs.get()(setpriv)  # each job catches its own errors: this thread must never end
+            self._jobs.get()(programs)  # each job catches its own errors: this thread must never end
             with self._lock:
                 self._idle += 1
 
@@ -147,6 +172,13 @@ class _Spawner:
         if thread is not None:
             thread.start()
         self._jobs.put(job)
+
+
+def _prepare_child(host: int, cgroup: str | None) -> None:
+    """In a forked child, before exec: the parent-death signal, then the family's cgroup if it has one."""
+    ask_for_parent_death_signal(host)
+    if cgroup is not None:
+        enter_cgroup(cgroup)
 
 
 _spawner: _Spawner | None = None
@@ -178,6 +210,7 @@ async def open_server_process(
     env: Mapping[str, str],
     cwd: str | None,
     on_spawned: Callable[[int], None] | None = None,
+    cgroup: str | None = None,
 ) -> trio.Process:
     """Start a server in a session of its own, on pipes, with a parent-death signal where available.
 
@@ -188,6 +221,9 @@ async def open_server_process(
         soon as it has it, where the signal is available (otherwise not at
         all: the caller reports the pid itself once this returns). It runs
         outside trio, and what it raises is logged and dropped.
+    :param cgroup: the family's cgroup, which the new process enters before
+        the server runs (only where the signal is available: the caller
+        gives none elsewhere).
     :raises OSError: it cannot be started.
     """
     if not parent_death_signal_available():
@@ -220,14 +256,17 @@ async def open_server_process(
     spawned: list[subprocess.Popen[bytes]] = []
     failed: list[BaseException] = []
 
-    def job(setpriv: str | None) -> None:
+    def job(programs: _Programs) -> None:
         try:
-            if setpriv is None:
-                host = os.getpid()
-                spawned.append(popen(list(argv), preexec_fn=functools.partial(ask_for_parent_death_signal, host)))
+            if programs.setpriv is None or (cgroup is not None and programs.sh is None):
+                prepare = functools.partial(_prepare_child, os.getpid(), cgroup)
+                spawned.append(popen(list(argv), preexec_fn=prepare))
             else:
                 check_command(argv[0], environment, cwd)
-                spawned.append(popen(setpriv_argv(setpriv, argv)))
+                command = (
+                    list(argv) if cgroup is None or programs.sh is None else entering_argv(programs.sh, cgroup, argv)
+                )
+                spawned.append(popen(setpriv_argv(programs.setpriv, command)))
         except BaseException as error:  # handed to the waiting task, which raises it
             failed.append(error)
         else:

@@ -35,11 +35,18 @@ spawned with a parent-death signal (:mod:`.spawn` says why that needs a
 thread of its own under trio), and the family is registered, from before the
 spawn until after its reclamation, with the process's family registry
 (:mod:`wave_actors._family.registry`), which tells the host's watchdog.
+
+While a host of the process has cgroups in force (R-KILL-10,
+:mod:`wave_actors._family.cgroup`), each family gets a cgroup of its own,
+made before the spawn and entered by the server before it runs; its
+reclamation ends with ``cgroup.kill``, and the cgroup is removed with the
+family.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
@@ -50,10 +57,12 @@ import trio
 
 from wave_actors._config import ServerConfig
 from wave_actors._errors import DialError
+from wave_actors._family.cgroup import cgroups_in_force, make_family_cgroup, remove_family_cgroup
 from wave_actors._family.graces import Graces
 from wave_actors._family.registry import registry as families
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
 from wave_actors._transport.failures import spawn_error
+from wave_actors._transport.proctree import process_start
 from wave_actors._transport.reclamation import reclaim
 from wave_actors._transport.spawn import open_server_process
 from wave_actors._transport.stderr import StderrLog
@@ -61,6 +70,8 @@ from wave_actors._transport.stdin import StdinWriter
 from wave_actors._transport.stdout import ServerOutput
 
 __all__ = ["StdioProcess", "open_stdio_transport"]
+
+logger = logging.getLogger(__name__)
 
 _FLUSH_WINDOW: Final = 0.25
 
@@ -92,6 +103,25 @@ def _environment(config: ServerConfig, tag: str) -> dict[str, str]:
     return {**os.environ, **config.env, FAMILY_VARIABLE: tag}
 
 
+def _family_cgroup(tag: str) -> str | None:
+    """A cgroup for the family tagged ``tag``, while a host of the process has them in force (R-KILL-10)."""
+    directory = cgroups_in_force()
+    if directory is None:
+        return None
+    try:
+        return make_family_cgroup(directory, tag)  # a mkdir on the cgroup file system: microseconds
+    except OSError as error:
+        logger.warning("no cgroup for a server family (%s); it is found by its tag instead", error)
+        return None
+
+
+def _forget(tag: str, cgroup: str | None) -> None:
+    """The family is gone (or never started): its cgroup is removed and its guards are told."""
+    if cgroup is not None and not remove_family_cgroup(cgroup):
+        logger.warning("the cgroup %s of a reclaimed server family could not be removed", cgroup)
+    families.end(tag)
+
+
 @asynccontextmanager
 async def open_stdio_transport(
     config: ServerConfig,
@@ -118,23 +148,26 @@ async def open_stdio_transport(
     if not config.command:
         raise DialError(f"server {config.name!r}: stdio entry has no command")
     tag = family_tag()
+    cgroup = _family_cgroup(tag)
     # Registered before it exists: a host killed during the spawn still leaves a
-    # family its watchdog knows by tag (R-KILL-7).
-    families.begin(tag, graces)
+    # family its watchdog knows by tag (R-KILL-7), and by cgroup (R-KILL-10).
+    families.begin(tag, graces, cgroup)
     try:
         process = await open_server_process(
             [config.command, *config.args],
             env=_environment(config, tag),
             cwd=config.cwd,
             on_spawned=functools.partial(families.started, tag),
+            cgroup=cgroup,
         )
     except OSError as exc:
-        families.end(tag)
+        _forget(tag, cgroup)
         raise spawn_error(exc, server=config.name, command=config.command) from exc
     except BaseException:
-        families.end(tag)
+        _forget(tag, cgroup)
         raise
     families.started(tag, process.pid)
+    start = process_start(process.pid)  # not waited for yet: the pid is our child's (pid reuse, R-KILL-1)
     # From here on every path must reach the reclaim in the ``finally`` below.
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stdin, stdout, stderr_pipe = process.stdin, process.stdout, process.stderr
@@ -170,6 +203,8 @@ async def open_stdio_transport(
                     tag=tag,
                     graces=graces,
                     close_stdin=close_stdin if handle.established else None,
+                    start=start,
+                    cgroup=cgroup,
                 )
                 nursery.cancel_scope.cancel()
     finally:
@@ -177,7 +212,7 @@ async def open_stdio_transport(
             try:
                 # Reached without the nursery only if it failed to open; reclaim is idempotent.
                 if process.poll() is None:
-                    await reclaim(process, tag=tag, graces=graces, close_stdin=None)
+                    await reclaim(process, tag=tag, graces=graces, close_stdin=None, start=start, cgroup=cgroup)
                 if writer is not None:
                     writer.refuse_more()  # its file descriptor is about to be closed
                 for resource in (stdin, stdout, stderr_pipe):
@@ -185,4 +220,4 @@ async def open_stdio_transport(
             finally:
                 if output is not None:
                     output.release()
-                families.end(tag)
+                _forget(tag, cgroup)

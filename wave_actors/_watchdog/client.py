@@ -11,10 +11,14 @@ whatever the watchdog's start-up time.
 Writes never block the host: the socket is non-blocking, and a watchdog that
 stops reading (stopped, stuck) until its buffer fills is useless as a guard,
 so it is killed and replaced. Its death shows as end of file on the host's
-end; the keeper then starts another at once (with a backoff only if they keep
-dying young), which receives the snapshot of what is alive now. Between a
-death and the replacement's first read, the families are unguarded for a few
-milliseconds; the servers' parent-death signal still covers that moment.
+end; the keeper then starts another at once (with a back-off only when they
+keep failing to start), which receives the snapshot of what is alive now. The
+families are unguarded from the death until the replacement process exists:
+the host noticing the end of file, a hop to a worker thread and a fork, a few
+milliseconds (``python -m benchmarks.host_death`` measures it). From the fork
+on, the new watchdog holds its end of the socket, so a host that dies before
+it has even started reading still leaves it the snapshot and the end of file.
+The servers' parent-death signal covers the window.
 
 Closing (:meth:`Watchdog.close`) says ``release`` and waits for the watchdog
 to exit: a host that closes normally leaves no watchdog behind.
@@ -49,7 +53,6 @@ PROGRAM: Final = Path(__file__).with_name("program.py")
 _CLOSE_LIMIT: Final = 5.0
 _GONE_LIMIT: Final = 2.0
 _POLL: Final = 0.005
-_STABLE: Final = 5.0
 _FIRST_DELAY: Final = 0.1
 _MAX_DELAY: Final = 5.0
 
@@ -156,26 +159,39 @@ class Watchdog:
 
     async def _keep(self, task_status: trio.TaskStatus[None]) -> None:
         delay = _FIRST_DELAY
+        failures = 0  # watchdogs in a row that could not be started or died before saying ready
+        dead: _Connection | None = None  # the last one that died, once its replacement runs
         while not self._closing:
-            began = trio.current_time()
             try:
                 connection = await self._spawn()
             except OSError as error:
                 task_status.started()
                 task_status = trio.TASK_STATUS_IGNORED
-                logger.warning("cannot start the watchdog (%s); retrying in %.1f s", error, delay)
+                failures += 1
+                logger.warning("cannot start the watchdog (%s)", error)
             else:
                 task_status.started()
                 task_status = trio.TASK_STATUS_IGNORED
+                if dead is not None:
+                    await self._wait_gone(dead)  # only now: the replacement came first
+                    dead = None
                 await self._watch(connection)
                 if self._closing:
+                    with trio.CancelScope(shield=True):
+                        await self._wait_gone(connection)
                     return
                 self._replacements += 1
                 logger.warning("the watchdog (pid %s) is gone; starting another", connection.pid)
-                if trio.current_time() - began >= _STABLE:
-                    delay = _FIRST_DELAY
-                    continue  # one that served a while is replaced at once
-            await trio.sleep(delay)  # they die young: do not spin
+                failures = 0 if connection.pid is not None else failures + 1
+                dead = connection
+            # Every moment without a watchdog is one a host's death would leave its families to
+            # the parent-death signal alone: the next one starts at once. Only watchdogs that
+            # keep failing to start are retried with a back-off, so a broken one does not spin.
+            if failures < 2:
+                delay = _FIRST_DELAY
+                continue
+            logger.warning("retrying in %.1f s", delay)
+            await trio.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
 
     async def close(self) -> None:
@@ -256,10 +272,8 @@ class Watchdog:
             self._registry.detach(connection)
             if self._connection is connection:
                 self._connection = None
-            with trio.CancelScope(shield=True):
-                if connection.sock.fileno() >= 0 and not self._closing:
-                    connection.release()  # cancelled while it lives: it must not take this for our death
-                await self._wait_gone(connection)
+            if connection.sock.fileno() >= 0 and not self._closing:
+                connection.release()  # cancelled while it lives: it must not take this for our death
             connection.sock.close()
 
     async def _wait_gone(self, connection: _Connection) -> None:

@@ -24,6 +24,9 @@ host to watchdog
   ``WAVE_ACTORS_FAMILY=TAG`` in its environment; EOF and TERM are its
   reclamation graces in seconds. Sent *before* the spawn, so no moment
   exists when the family runs unregistered.
+- ``cgroup TAG PATH``: the family runs in the cgroup PATH (the rest of the
+  line), which holds every process it will ever start (R-KILL-10). Sent
+  with ``begin``.
 - ``root TAG PID START``: the server is PID, started at START (clock ticks
   since boot, ``/proc/PID/stat`` field 22): a pid alone may be reused.
 - ``end TAG``: the host reclaimed the family itself.
@@ -35,12 +38,15 @@ watchdog to host
 
 At end of file without ``release``, the host is gone: every family still
 registered is reclaimed with the stages of :mod:`wave_actors._transport.reclamation`
--- found by tag, by session and by descendance, snapshotted before any
-signal; the servers already have end of file on stdin (the host's end of
-their pipes died with it), so the roots get their EOF grace, then every
-member SIGTERM and its grace, then SIGKILL -- with each grace cut so that the
-whole reclamation ends within :data:`BUDGET` seconds of the host's death
-(R-KILL-7 promises 2 s). Then it exits.
+-- found by tag, by session, by descendance and by cgroup, snapshotted
+before any signal; the servers already have end of file on stdin (the
+host's end of their pipes died with it), so the roots get their EOF grace,
+then every member SIGTERM and its grace, then SIGKILL, and ``cgroup.kill``
+for every family in a cgroup, which ends whatever the scans could not see
+(:mod:`wave_actors._family.cgroup`, loaded only then) -- with each grace cut
+so that the whole reclamation ends within :data:`BUDGET` seconds of the
+host's death (R-KILL-7 promises 2 s). Then it removes the families' cgroups
+and exits.
 """
 
 from __future__ import annotations
@@ -60,7 +66,13 @@ if "wave_actors" not in sys.modules:
     _package.__path__ = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
     sys.modules["wave_actors"] = _package
 
-from wave_actors._family.procfs import ProcessStat, read_environment_variable, read_pids, read_stat
+from wave_actors._family.procfs import (
+    ProcessStat,
+    read_environment_variable,
+    read_pids,
+    read_stat,
+    session_still_started_by,
+)
 
 BUDGET: Final = 1.6
 """Seconds from noticing the host's death to the last SIGKILL."""
@@ -77,12 +89,13 @@ _ROUNDS: Final = 3
 class Family:
     """One registered server family."""
 
-    __slots__ = ("eof", "root", "start", "tag", "term")
+    __slots__ = ("cgroup", "eof", "root", "start", "tag", "term")
 
     def __init__(self, tag: str, eof: float, term: float) -> None:
         self.tag = tag
         self.eof = eof
         self.term = term
+        self.cgroup: str | None = None
         self.root: int | None = None
         self.start: int | None = None
 
@@ -113,7 +126,13 @@ class Reclaimer:
     def scan(self) -> None:
         """Record every live member of every family (and their descendants) into :attr:`known`."""
         tags = {family.tag for family in self.families}
+        contained = {pid for members in self.cgroup_members() for pid in members}
         roots = {family.root: family.start for family in self.families if family.root is not None}
+        # A root's pid names its session only while it is free or still the root's: once
+        # reused, a session of that id is the newcomer's (pid reuse, R-KILL-7).
+        sessions = {
+            root for root, start in roots.items() if start is not None and session_still_started_by(root, start)
+        }
         rows: dict[int, ProcessStat] = {}
         members: set[int] = set()
         for pid in read_pids():
@@ -123,10 +142,10 @@ class Reclaimer:
             if stat is None or stat.zombie:
                 continue
             rows[pid] = stat
-            # A pid in use as a session id is never reused while the session has members.
             if (
-                roots.get(pid) == stat.start
-                or stat.sid in roots
+                pid in contained
+                or roots.get(pid) == stat.start
+                or stat.sid in sessions
                 or read_environment_variable(pid, self.variable) in tags
             ):
                 members.add(pid)
@@ -141,6 +160,31 @@ class Reclaimer:
                     stack.append(child)
         for pid in members:
             self.known.setdefault(pid, rows[pid].start)
+
+    def cgroups(self) -> list[str]:
+        return [family.cgroup for family in self.families if family.cgroup is not None]
+
+    def cgroup_members(self) -> list[list[int]]:
+        """The pids in each family's cgroup (nothing to load or read when no family has one)."""
+        if not self.cgroups():
+            return []
+        from wave_actors._family.cgroup import cgroup_members
+
+        return [cgroup_members(cgroup) for cgroup in self.cgroups()]
+
+    def end_cgroups(self) -> None:
+        """``cgroup.kill`` for every family in a cgroup, then, once each is empty, remove it."""
+        if not self.cgroups():
+            return
+        from wave_actors._family.cgroup import cgroup_populated, kill_cgroup, remove_family_cgroup
+
+        for cgroup in self.cgroups():
+            kill_cgroup(cgroup)
+        deadline = time.monotonic() + KILL_WAIT
+        for cgroup in self.cgroups():
+            while cgroup_populated(cgroup) and time.monotonic() < deadline:
+                time.sleep(_POLL / 10)
+            remove_family_cgroup(cgroup)  # no host holds placement here: the host's directory goes with its last
 
     def signal(self, pids: list[int], signum: int) -> None:
         for pid in pids:
@@ -182,6 +226,7 @@ class Reclaimer:
                 if time.monotonic() >= deadline:
                     break
         finally:
+            self.end_cgroups()
             leftovers = self.survivors()
             if leftovers:
                 self.signal(leftovers, signal.SIGKILL)
@@ -201,6 +246,8 @@ class Registry:
         try:
             if words[0] == "begin" and len(words) == 4:
                 self.families[words[1]] = Family(words[1], float(words[2]), float(words[3]))
+            elif words[0] == "cgroup" and len(words) >= 3 and words[1] in self.families:
+                self.families[words[1]].cgroup = line.split(" ", 2)[2]
             elif words[0] == "root" and len(words) == 4 and words[1] in self.families:
                 family = self.families[words[1]]
                 family.root, family.start = int(words[2]), int(words[3])

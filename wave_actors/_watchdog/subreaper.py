@@ -31,7 +31,7 @@ from typing import Final
 import trio
 
 from wave_actors._family.prctl import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
-from wave_actors._family.procfs import read_children, read_environment_variable, read_stat
+from wave_actors._family.procfs import read_children, read_environment_variable, read_stat, session_still_started_by
 from wave_actors._family.registry import FamilyRegistry
 from wave_actors._family.tag import FAMILY_VARIABLE
 
@@ -111,6 +111,12 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
     """
     families = registry.families()
     roots = {family.root for family in families if family.root is not None}
+    # A session id counts only while the root's pid is free or still the root's (pid reuse).
+    sessions = {
+        family.root
+        for family in families
+        if family.root is not None and family.start is not None and session_still_started_by(family.root, family.start)
+    }
     tags = {family.tag for family in families}
     present = set(read_children(os.getpid()))
     for pid in [pid for pid in adopted if pid not in present]:
@@ -121,10 +127,10 @@ def reap_adopted(registry: FamilyRegistry, adopted: dict[int, int]) -> int:
         if stat is None:
             continue
         if stat.zombie:
-            if (adopted.get(pid) == stat.start or stat.sid in roots) and reap_if_adopted(pid, stat.start):
+            if (adopted.get(pid) == stat.start or stat.sid in sessions) and reap_if_adopted(pid, stat.start):
                 reaped += 1
             adopted.pop(pid, None)
-        elif pid not in adopted and (stat.sid in roots or read_environment_variable(pid, FAMILY_VARIABLE) in tags):
+        elif pid not in adopted and (stat.sid in sessions or read_environment_variable(pid, FAMILY_VARIABLE) in tags):
             adopted[pid] = stat.start
     return reaped
 

@@ -20,11 +20,15 @@ Checks:
   ``setsid`` and re-parented grandchildren are found too. With
   :func:`leftover_processes`, :func:`kill_processes`, :func:`describe` and
   :func:`is_alive` it makes a leak check; :data:`FAMILY_VARIABLE` is the mark
-  the runtime puts on every server it spawns.
+  the runtime puts on every server it spawns. :func:`escaped_processes`
+  finds what no mark can: the daemons of ``escaping_grandchild``.
 * :func:`wait_for_state` -- wait, with a timeout, until a server of a session
   is in one of some states (:class:`StateNotReached` says what was seen instead).
 * :func:`count_tasks` -- the tasks of the current trio run, to measure what
   idle sessions cost.
+* :func:`watch_stalls` -- the longest the event loop was held while a block
+  ran, to check that nothing the library does in a worker thread stalls the
+  host's other sessions.
 
 This module is imported by host authors' test suites, so it stays light: it
 never imports ``mcp``, which only the server subprocesses do.
@@ -42,11 +46,13 @@ from typing import Final, Literal, cast
 from wave_actors._family.tag import FAMILY_VARIABLE as _FAMILY_VARIABLE
 from wave_actors.testing._census import (
     describe as describe,
+    escaped_processes as escaped_processes,
     is_alive as is_alive,
     kill_processes as kill_processes,
     leftover_processes as leftover_processes,
     process_census as process_census,
 )
+from wave_actors.testing._stalls import Stalls as Stalls, watch_stalls as watch_stalls
 from wave_actors.testing._states import StateNotReached as StateNotReached, wait_for_state as wait_for_state
 from wave_actors.testing._tasks import count_tasks as count_tasks
 
@@ -55,10 +61,12 @@ __all__ = [
     "FAMILY_VARIABLE",
     "FAULT_SERVER_PATH",
     "REFERENCE_SERVER_PATH",
+    "Stalls",
     "StateNotReached",
     "count_tasks",
     "describe",
     "entry_command",
+    "escaped_processes",
     "fault_server_entry",
     "is_alive",
     "kill_processes",
@@ -67,6 +75,7 @@ __all__ = [
     "reference_server_entry",
     "serve_reference_server",
     "wait_for_state",
+    "watch_stalls",
 ]
 
 FAULT_SERVER_PATH: Final = Path(__file__).with_name("fault_server.py")
@@ -125,6 +134,7 @@ def fault_server_entry(
     grandchild: bool = False,
     setsid_grandchild: bool = False,
     grandchild_inherit_stdio: bool = False,
+    escaping_grandchild: str | None = None,
     garbage_stdout: bool = False,
     random_stdout: int | None = None,
     stderr_flood: int | None = None,
@@ -178,6 +188,12 @@ def fault_server_entry(
     :param setsid_grandchild: spawn a long-lived child in a new session (escapes ``killpg``).
     :param grandchild_inherit_stdio: give grandchildren the server's stdio pipes
         instead of ``/dev/null`` (then the stdout pipe stays open after the server dies).
+    :param escaping_grandchild: start a daemon that escapes every mark but a
+        cgroup: double-forked, in a session of its own, with an *empty*
+        environment (no family tag, no mark of the test's); its command line
+        ends with this label, the only way to find it
+        (:func:`escaped_processes`; Linux: a cgroup per server family
+        reclaims it, the tags cannot).
     :param garbage_stdout: write a non-JSON line to stdout at start and before every message.
     :param random_stdout: write this many random bytes, then a newline, to stdout at start.
     :param stderr_flood: write this many bytes to stderr before reading stdin.
@@ -216,6 +232,7 @@ def fault_server_entry(
         "list_changed_every": list_changed_every,
         "call_log": call_log,
         "pid_file": pid_file,
+        "escaping_grandchild": escaping_grandchild,
     }
     for name, value in valued.items():
         if value is not None:

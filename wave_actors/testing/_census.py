@@ -37,6 +37,7 @@ from wave_actors._transport.proctree import live_processes
 
 __all__ = [
     "describe",
+    "escaped_processes",
     "is_alive",
     "kill_processes",
     "leftover_processes",
@@ -173,3 +174,26 @@ def describe(process: psutil.Process) -> str:
     if len(command) > _DESCRIPTION_LIMIT:
         command = command[: _DESCRIPTION_LIMIT - 3] + "..."
     return f"pid {process.pid}: {command}" if command else f"pid {process.pid}"
+
+
+def escaped_processes(label: str) -> list[psutil.Process]:
+    """The live daemons a fault server started with ``fault_server_entry(escaping_grandchild=label)``, wherever they are.
+
+    They carry no environment, so no mark finds them: this looks for a
+    program given by ``-c`` whose command line ends with ``label`` (the fault
+    server itself has the label among its arguments too, but runs a file).
+    A test that starts one should kill what this finds, whatever happened:
+    the census cannot see it.
+
+    :param label: the label given to ``fault_server_entry``.
+    :returns: each live daemon once, never a zombie.
+    """
+    found: list[psutil.Process] = []
+    for process in live_processes():
+        try:
+            command = process.cmdline()
+            if command[-1:] == [label] and "-c" in command and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found

@@ -61,6 +61,14 @@ Process behaviour worth knowing:
   stderr are ``/dev/null`` unless ``--grandchild-inherit-stdio`` hands them
   the server's pipes (a child holding the stdout pipe open hides the server's
   death from a reader waiting for EOF).
+* ``--escaping-grandchild LABEL`` starts a daemon that escapes by design, the
+  way a real daemon detaches: the server forks, the child calls ``setsid``
+  and forks again and exits, and the grandchild runs the same sleeping
+  program with an *empty environment*, standard streams on ``/dev/null``.
+  It is in no process tree of the server's, in no session of the server's,
+  and carries no tag or mark: only a cgroup holds it. Its command line ends
+  with LABEL, the one way a test can find it; its pid is listed with the
+  other grandchildren by the ``pid`` tool.
 """
 
 from __future__ import annotations
@@ -203,6 +211,12 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--grandchild", action="store_true", help="spawn a long-lived child in our group")
     parser.add_argument("--setsid-grandchild", action="store_true", help="spawn a long-lived child in a new session")
     parser.add_argument("--grandchild-inherit-stdio", action="store_true")
+    parser.add_argument(
+        "--escaping-grandchild",
+        default=None,
+        metavar="LABEL",
+        help="start a double-forked, setsid daemon with an empty environment, LABEL last on its command line",
+    )
     parser.add_argument("--garbage-stdout", action="store_true")
     parser.add_argument("--stderr-flood", type=int, default=0, metavar="BYTES")
     parser.add_argument("--huge-response", type=int, default=None, metavar="BYTES")
@@ -624,6 +638,30 @@ class FaultServer:
         self.grandchildren.append(child.pid)
         _log(f"spawned {'setsid ' if new_session else ''}grandchild pid {child.pid}")
 
+    def spawn_escaping_grandchild(self, label: str) -> None:
+        """Detach a daemon as daemons do: fork, ``setsid``, fork, exec with an empty environment."""
+        read, write = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                os.setsid()
+                daemon = os.fork()
+                if daemon == 0:
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for descriptor in (0, 1, 2):
+                        os.dup2(null, descriptor)
+                    # Every other descriptor is close-on-exec (PEP 446): the pipe included.
+                    os.execve(sys.executable, [sys.executable, "-I", "-S", "-c", GRANDCHILD_PROGRAM, label], {})
+                os.write(write, str(daemon).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        os.waitpid(middle, 0)
+        with os.fdopen(read, "rb") as pipe:
+            pid = int(pipe.read())
+        self.grandchildren.append(pid)
+        _log(f"spawned escaping grandchild pid {pid}")
+
 
 def _write_pid_file(path: str) -> None:
     temporary = f"{path}.{os.getpid()}.tmp"
@@ -656,6 +694,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         server.spawn_grandchild(new_session=False)
     if options.setsid_grandchild:
         server.spawn_grandchild(new_session=True)
+    if options.escaping_grandchild is not None:
+        server.spawn_escaping_grandchild(options.escaping_grandchild)
     # After spawning, so the grandchildren do not inherit SIG_IGN (they reset it anyway).
     if options.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
