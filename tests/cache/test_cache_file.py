@@ -130,7 +130,7 @@ def test_an_update_for_a_server_no_longer_configured_is_dropped(directory: Path)
 
 def test_a_snapshot_too_big_for_one_file_is_not_written(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # R-CACHE-6: no single parse or encode of the cache may hold the GIL for long.
-    monkeypatch.setattr("wave_actors._cache.file.MAX_ENTRY_BYTES", 4096)
+    monkeypatch.setattr("wave_actors._cache.codec.MAX_ENTRY_BYTES", 4096)  # where an entry is encoded
     write(directory, entry("small"), entry("big", tools=tuple(f"tool_{index}" for index in range(200))))
     assert set(read(directory, ("small", "f1"), ("big", "f1")).entries) == {("small", "f1")}
 

@@ -16,7 +16,9 @@ The package, one concept a module:
 * :mod:`~wave_actors._cache.model`: the immutable records
   (:class:`CachedServer`, :class:`ToolCache`; a snapshot's tools are
   :class:`~wave_actors._listing.ServerTool` records);
-* :mod:`~wave_actors._cache.file`: the files, their format, reading that
+* :mod:`~wave_actors._cache.codec`: one entry's bytes, its JSON format
+  decoded strictly and encoded within a bound;
+* :mod:`~wave_actors._cache.file`: the files, reading that
   never fails (R-CACHE-3), atomic writes that need no lock (R-CACHE-4), the
   budget (R-CACHE-6), never a write through a link (R-CACHE-7) and the
   former single file (R-CACHE-8); synchronous, for worker threads, importing

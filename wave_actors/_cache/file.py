@@ -67,14 +67,14 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final
 
+from wave_actors._cache.codec import FORMAT, MAX_ENTRY_BYTES, UnusableEntry, decode_entry, encode_entry, server_of
 from wave_actors._cache.model import EMPTY_CACHE, CachedServer, ToolCache
 from wave_actors._config.atomic import replace_atomically, temporary_prefix
 from wave_actors._config.sources import default_home, file_kind
-from wave_actors._listing import ServerTool
 
 __all__ = [
     "CACHE_DIRECTORY_NAME",
@@ -98,13 +98,6 @@ CACHE_DIRECTORY_NAME: Final = "mcp-tools-cache"
 LEGACY_FILE_NAME: Final = "mcp-tools-cache.json"
 """The single file the cache once was, beside it: read once, or the cache's off switch (R-CACHE-7, R-CACHE-8)."""
 
-FORMAT: Final = 2
-"""The entry format written; an entry of another format is no entry."""
-
-MAX_ENTRY_BYTES: Final = 1024 * 1024
-"""The largest entry file read or written: a server listing some 500 tools with their schemas.
-
-Parsing it takes a few milliseconds, the longest the cache ever holds the GIL."""
 
 MAX_TOTAL_BYTES: Final = 64 * 1024 * 1024
 """Past this many bytes of entries, a write removes the workdirs written least recently."""
@@ -190,10 +183,6 @@ def _off(directory: Path) -> bool:
 # Reading.
 
 
-class _Unusable(Exception):
-    """An entry file exists but cannot be used; the message says why, for the debug log."""
-
-
 def _read_entry_bytes(path: Path) -> bytes | None:
     """The file's bytes, ``None`` when it is missing; never opens anything but a regular file of ours."""
     try:
@@ -201,93 +190,29 @@ def _read_entry_bytes(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise _Unusable(f"cannot be opened ({error.strerror or error}; a symbolic link is never followed)") from error
+        raise UnusableEntry(
+            f"cannot be opened ({error.strerror or error}; a symbolic link is never followed)"
+        ) from error
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise _Unusable(f"is {file_kind(status.st_mode)}, not a regular file")
+            raise UnusableEntry(f"is {file_kind(status.st_mode)}, not a regular file")
         if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
-            raise _Unusable(f"belongs to user {status.st_uid}")
+            raise UnusableEntry(f"belongs to user {status.st_uid}")
         if status.st_size > MAX_ENTRY_BYTES:
-            raise _Unusable(f"is {status.st_size} bytes, over {MAX_ENTRY_BYTES}")
+            raise UnusableEntry(f"is {status.st_size} bytes, over {MAX_ENTRY_BYTES}")
         chunks: list[bytes] = []
         size = 0
         while chunk := os.read(descriptor, MAX_ENTRY_BYTES + 1 - size):
             chunks.append(chunk)
             size += len(chunk)
             if size > MAX_ENTRY_BYTES:
-                raise _Unusable(f"grew over {MAX_ENTRY_BYTES} bytes")
+                raise UnusableEntry(f"grew over {MAX_ENTRY_BYTES} bytes")
         return b"".join(chunks)
     except OSError as error:
-        raise _Unusable(f"cannot be read ({error.strerror or error})") from error
+        raise UnusableEntry(f"cannot be read ({error.strerror or error})") from error
     finally:
         os.close(descriptor)
-
-
-def _tool_of(value: object) -> ServerTool | None:
-    if not isinstance(value, dict):
-        return None
-    fields = cast(dict[str, object], value)
-    name, description = fields.get("name"), fields.get("description", "")
-    schema, read_only = fields.get("input_schema", {}), fields.get("read_only_hint")
-    if (
-        not isinstance(name, str)
-        or not isinstance(description, str)
-        or not isinstance(schema, dict)
-        or not isinstance(read_only, bool | None)
-    ):
-        return None
-    return ServerTool(name, description, cast(dict[str, Any], schema), read_only)
-
-
-def _server_of(value: object) -> CachedServer | None:
-    """A snapshot from its JSON object (an entry file's, or one of the former file's), or ``None``."""
-    if not isinstance(value, dict):
-        return None
-    fields = cast(dict[str, object], value)
-    server, fingerprint, workdir = fields.get("server"), fields.get("fingerprint"), fields.get("workdir")
-    last_connected, listed = fields.get("last_connected"), fields.get("tools")
-    warnings = fields.get("warnings", [])
-    if (
-        not isinstance(server, str)
-        or not isinstance(fingerprint, str)
-        or not isinstance(workdir, str)
-        or isinstance(last_connected, bool)
-        or not isinstance(last_connected, int | float)
-        or not isinstance(listed, list)
-        or not isinstance(warnings, list)
-        or not all(isinstance(warning, str) for warning in cast(list[object], warnings))
-    ):
-        return None
-    tools = [_tool_of(tool) for tool in cast(list[object], listed)]
-    if any(tool is None for tool in tools):
-        return None
-    return CachedServer(
-        server,
-        fingerprint,
-        workdir,
-        float(last_connected),
-        tuple(cast(list[ServerTool], tools)),
-        tuple(cast(list[str], warnings)),
-    )
-
-
-def _entry_of(data: bytes, workdir: str, key: tuple[str, str]) -> CachedServer:
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise _Unusable(f"is not a JSON document ({type(error).__name__})") from error
-    if not isinstance(document, dict):
-        raise _Unusable("is not a JSON object")
-    fields = cast(dict[str, object], document)
-    if fields.get("format") != FORMAT:
-        raise _Unusable(f"is not an entry of format {FORMAT}")
-    entry = _server_of(fields)
-    if entry is None:
-        raise _Unusable("is of the wrong shape")
-    if entry.key != key or entry.workdir != workdir:
-        raise _Unusable("holds another server's snapshot")
-    return entry
 
 
 # Sessions of one workdir share what they read: a chat bridge holds a session per conversation, all in one
@@ -305,7 +230,7 @@ def _shared_entry(data: bytes, workdir: str, key: tuple[str, str]) -> CachedServ
         if entry is not None and entry.key == key:
             _SHARED.move_to_end(digest)
             return entry
-    entry = _entry_of(data, workdir, key)
+    entry = decode_entry(data, workdir, key)
     with _SHARED_LOCK:
         _SHARED[digest] = entry
         while len(_SHARED) > _SHARED_SIZE:
@@ -339,64 +264,13 @@ def read_cache(directory: Path, *, workdir: str, keys: Iterable[tuple[str, str]]
             data = _read_entry_bytes(path)
             if data is None:
                 continue
-            entries[key] = _shared_entry(data, workdir, key) if shared else _entry_of(data, workdir, key)
-        except _Unusable as problem:
+            entries[key] = _shared_entry(data, workdir, key) if shared else decode_entry(data, workdir, key)
+        except UnusableEntry as problem:
             logger.debug("tool snapshot cache: %s (%r) ignored: it %s", path, key[0], problem)
     return ToolCache(entries) if entries else EMPTY_CACHE
 
 
 # Writing.
-
-
-def _mapping_as_dict(value: object) -> object:
-    if isinstance(value, Mapping):
-        return dict(cast(Mapping[str, object], value))
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def _dumps(value: object) -> str:
-    # ASCII escapes: a lone surrogate in a server's description must not make the file unwritable.
-    return json.dumps(value, separators=(",", ":"), default=_mapping_as_dict, allow_nan=False)
-
-
-def _encode_entry(entry: CachedServer) -> bytes | None:
-    """The entry file's content, or ``None`` when it cannot be encoded or would be over :data:`MAX_ENTRY_BYTES`.
-
-    Tool by tool, so that an enormous listing is given up on as soon as it
-    is over the limit, and no single encode holds the GIL for long.
-    """
-    try:
-        tools: list[str] = []
-        size = 0
-        for tool in entry.tools:
-            text = _dumps(
-                {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.input_schema,
-                    "read_only_hint": tool.read_only_hint,
-                }
-            )
-            size += len(text) + 1
-            if size > MAX_ENTRY_BYTES:
-                logger.debug("tool snapshot of %r not cached: over %d bytes", entry.server, MAX_ENTRY_BYTES)
-                return None
-            tools.append(text)
-        head = _dumps(
-            {
-                "format": FORMAT,
-                "server": entry.server,
-                "fingerprint": entry.fingerprint,
-                "workdir": entry.workdir,
-                "last_connected": entry.last_connected,
-                "warnings": list(entry.warnings),
-            }
-        )
-    except (TypeError, ValueError, RecursionError) as error:
-        logger.debug("tool snapshot of %r not cached: %s", entry.server, error)
-        return None
-    data = f'{head[:-1]},"tools":[{",".join(tools)}]}}\n'.encode("ascii")
-    return data if len(data) <= MAX_ENTRY_BYTES else None
 
 
 def _own_directory(path: Path) -> None:
@@ -539,7 +413,7 @@ def update_cache(
     for update in updates:
         if update.key not in keep:
             continue
-        data = _encode_entry(update)
+        data = encode_entry(update)
         if data is not None:
             _write_entry(directory, workdir, update, data)
     _prune(workdir_directory(directory, workdir), {entry_path(directory, workdir, *key).name for key in keep})
@@ -600,8 +474,8 @@ def _move_in_the_former_file(directory: Path) -> None:
         os.close(descriptor)
     moved = 0
     for value in _legacy_entries(b"".join(chunks)):
-        entry = _server_of(value)
-        data = _encode_entry(entry) if entry is not None else None
+        entry = server_of(value)
+        data = encode_entry(entry) if entry is not None else None
         if entry is None or data is None:
             continue
         with contextlib.suppress(OSError):
