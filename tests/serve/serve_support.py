@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TextIO
 
+import httpx2
 import mcp_types as types
 import psutil
+import trio
 from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from polling import poll_until
 
 from wave_actors.testing import process_census
 
@@ -69,3 +75,47 @@ def text(result: types.CallToolResult) -> str:
     [content] = result.content
     assert isinstance(content, types.TextContent)
     return content.text
+
+
+@asynccontextmanager
+async def http_serve(workdir: Path, home: Path, *options: str, mark: str) -> AsyncGenerator[tuple[str, int], None]:
+    """``wave-actors serve --http 127.0.0.1:0`` on ``workdir``: yields its URL and pid; leaving it sends SIGTERM.
+
+    The run ends with every process it started reclaimed (its leaving waits for serve's exit).
+    """
+    log = home.parent / f"serve-{mark}.stderr"
+    home.mkdir(parents=True, exist_ok=True)
+    command = serve_command(workdir, home, "--http", "127.0.0.1:0", *options)
+    with log.open("wb") as errors:
+        process = await trio.lowlevel.open_process(command, stderr=errors, env={**os.environ, MARK_VARIABLE: mark})
+    try:
+        found: list[str] = []
+
+        def serving() -> bool:
+            found.extend(re.findall(r"serving (http://\S+)", log.read_text()))
+            return bool(found) or process.poll() is not None
+
+        await poll_until(serving, limit=30, what="serve listening")
+        assert found, f"serve exited with {process.returncode}: {log.read_text()}"
+        yield found[0], process.pid
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        with trio.move_on_after(15):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+@asynccontextmanager
+async def http_client(
+    url: str, *, headers: dict[str, str] | None = None
+) -> AsyncGenerator[tuple[ClientSession, types.InitializeResult], None]:
+    """An initialized SDK client of ``url`` over streamable HTTP; leaving it ends the MCP session (``DELETE``)."""
+    async with (
+        httpx2.AsyncClient(headers=headers or {}) as client,
+        streamable_http_client(url, http_client=client) as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream) as session,
+    ):
+        yield session, await session.initialize()

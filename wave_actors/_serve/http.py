@@ -245,9 +245,10 @@ class Gate:
         slot = ClientSlot()
 
         async def noting(message: Message) -> None:
+            # An event-stream answer starts before the handler has run: the slot is kept by its id either way.
             if message["type"] == "http.response.start" and message["status"] < 400:
                 for key, value in message.get("headers", ()):
-                    if bytes(key).lower() == b"mcp-session-id" and slot.client is not None:
+                    if bytes(key).lower() == b"mcp-session-id":
                         slot.key = bytes(value).decode("latin-1")
                         self._slots[slot.key] = slot
             await send(message)
@@ -257,7 +258,9 @@ class Gate:
             await self._app(scope, receive, noting)
         finally:
             CURRENT_SLOT.reset(token)
-            if slot.client is not None and slot.key is None:
+            if slot.client is None:
+                self.forget(slot)  # no initialize opened a client: nothing to keep the id for
+            elif slot.key is None:
                 await slot.client.close()  # the initialize failed: no session id will ever reach it
 
     @staticmethod

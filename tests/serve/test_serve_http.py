@@ -1,0 +1,162 @@
+"""``wave-actors serve --http``: many clients, one process per server, and the listener's defences (R-SERVE-1, R-SERVE-2).
+
+Clients are the MCP SDK's own over streamable HTTP; the attacks are plain
+HTTP requests built by hand, and each test proves its harm did not happen: no
+session was opened, so no server process was started.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx2
+import psutil
+import pytest
+import trio
+from polling import poll_until
+from serve_support import family, http_client, http_serve, serve_command, text, write_project
+
+from wave_actors.testing import FAULT_SERVER_PATH, fault_server_entry
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process families are counted on Linux"),
+    pytest.mark.timeout(90),
+]
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
+}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def servers_of(mark: str) -> list[psutil.Process]:
+    """The fault servers of a serve's family (not their grandchildren, not the watchdog)."""
+    found: list[psutil.Process] = []
+    for process in family(mark):
+        try:
+            command = process.cmdline()
+        except psutil.Error:
+            continue
+        if str(FAULT_SERVER_PATH) in command and "--grandchild-process" not in command:
+            found.append(process)
+    return found
+
+
+def project(tmp_path: Path) -> Path:
+    return write_project(tmp_path / "project", {"alpha": fault_server_entry(), "beta": fault_server_entry(tools=1)})
+
+
+async def test_three_clients_of_one_project_share_one_process_per_server(tmp_path: Path) -> None:
+    # R-SCOPE-1 through serve: each MCP session is a session of one host, in project mode.
+    mark = uuid.uuid4().hex
+    async with (
+        http_serve(project(tmp_path), tmp_path / "home", "--mode", "full", mark=mark) as (url, serve_pid),
+        http_client(url) as (first, _),
+        http_client(url) as (second, _),
+        http_client(url) as (third, _),
+    ):
+        pids: set[int] = set()
+        for session in (first, second, third):
+            pids.add(json.loads(text(await session.call_tool("mcp__alpha__pid", {})))["pid"])
+            assert text(await session.call_tool("mcp__beta__tool_1", {"text": "x"})) == "tool_1: x"
+        assert len(pids) == 1
+        servers = servers_of(mark)
+        assert len(servers) == 2  # alpha and beta, once each, for three clients
+        assert {server.ppid() for server in servers} == {serve_pid}
+
+
+async def test_ended_sessions_give_their_servers_back_and_the_project_reclaims_them(tmp_path: Path) -> None:
+    # R-SCOPE-2: DELETE destroys the session; with nobody left, the idle timer reclaims the servers.
+    mark = uuid.uuid4().hex
+    options = ("--mode", "full", "--project-idle", "0.5")
+    async with http_serve(project(tmp_path), tmp_path / "home", *options, mark=mark) as (url, _):
+        async with http_client(url) as (session, _):
+            await session.call_tool("mcp__alpha__echo", {"text": "x"})
+            assert len(servers_of(mark)) == 2
+        await poll_until(lambda: servers_of(mark) == [], limit=10, what="the servers reclaimed after the DELETE")
+
+
+async def test_a_client_gone_mid_call_leaves_no_process_once_its_session_expires(tmp_path: Path) -> None:
+    # The client vanishes without DELETE: the MCP session expires, its session is destroyed, the idle timer ends it.
+    mark = uuid.uuid4().hex
+    log = tmp_path / "calls.jsonl"
+    workdir = write_project(tmp_path / "project", {"alpha": fault_server_entry(call_log=log)})
+    options = ("--mode", "full", "--session-idle", "1", "--project-idle", "0.5")
+    async with http_serve(workdir, tmp_path / "home", *options, mark=mark) as (url, _):
+        async with httpx2.AsyncClient() as client:
+            opened = await client.post(url, json=INITIALIZE, headers=ACCEPT)
+            assert opened.status_code == 200
+            session_headers = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await client.post(url, json=initialized, headers=session_headers)).status_code == 202
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "mcp__alpha__sleep", "arguments": {"seconds": 60}},
+            }
+            with trio.move_on_after(30) as waiting:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(functools.partial(client.post, url, json=call, headers=session_headers))
+                    await poll_until(
+                        lambda: log.exists() and "sleep" in log.read_text(), limit=20, what="the call sent"
+                    )
+                    nursery.cancel_scope.cancel()  # the client goes away mid-call
+            assert not waiting.cancelled_caught
+        assert len(servers_of(mark)) == 1
+        await poll_until(lambda: servers_of(mark) == [], limit=15, what="the server reclaimed after expiry")
+
+
+async def test_a_foreign_origin_or_host_is_refused_with_403_and_opens_nothing(tmp_path: Path) -> None:
+    # R-SERVE-2, DNS rebinding: a page of another site, or reached by a name rebound to 127.0.0.1.
+    mark = uuid.uuid4().hex
+    async with http_serve(project(tmp_path), tmp_path / "home", mark=mark) as (url, _), httpx2.AsyncClient() as client:
+        foreign = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "origin": "https://evil.example"})
+        assert foreign.status_code == 403
+        sneaky = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "origin": "http://127.0.0.1.evil.example"})
+        assert sneaky.status_code == 403
+        port = url.split(":")[2].split("/")[0]
+        rebound = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "host": f"evil.example:{port}"})
+        assert rebound.status_code == 403
+        assert servers_of(mark) == []
+        local = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "origin": f"http://localhost:{port}"})
+        assert local.status_code == 200 and "mcp-session-id" in local.headers
+
+
+async def test_a_missing_or_wrong_token_is_refused_with_401_and_opens_nothing(tmp_path: Path) -> None:
+    # R-SERVE-2: with --token-file, only the bearer of that token gets in.
+    mark = uuid.uuid4().hex
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    options = ("--mode", "full", "--token-file", str(token_file))
+    async with http_serve(project(tmp_path), tmp_path / "home", *options, mark=mark) as (url, _):
+        async with httpx2.AsyncClient() as client:
+            missing = await client.post(url, json=INITIALIZE, headers=ACCEPT)
+            assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+            wrong = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "authorization": "Bearer s3cret-tokem"})
+            assert wrong.status_code == 401
+            scheme = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "authorization": "Basic s3cret-token"})
+            assert scheme.status_code == 401
+        assert servers_of(mark) == []
+        async with http_client(url, headers={"authorization": "Bearer s3cret-token"}) as (session, _):
+            assert text(await session.call_tool("mcp__alpha__echo", {"text": "in"})) == "in"
+
+
+def test_a_public_address_without_a_token_is_refused_before_listening(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        serve_command(project(tmp_path), tmp_path / "home", "--http", "0.0.0.0:0"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert completed.returncode == 2
+    assert "0.0.0.0" in completed.stderr and "--token-file" in completed.stderr
+    assert "serving" not in completed.stderr
