@@ -28,6 +28,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
 import stat
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -91,9 +92,10 @@ def read_token(path: Path) -> str:
     :raises OSError: the file cannot be read.
     :raises ValueError: it is not a regular file, is too large, or holds no token.
     """
+    if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open itself
+        raise ValueError("not a regular file")
     with path.open("rb") as file:
-        status = Path(f"/proc/self/fd/{file.fileno()}").stat() if Path("/proc/self/fd").is_dir() else path.stat()
-        if not stat.S_ISREG(status.st_mode):
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # replaced between the two looks
             raise ValueError("not a regular file")
         data = file.read(_TOKEN_FILE_LIMIT + 1)
     if len(data) > _TOKEN_FILE_LIMIT:
