@@ -154,3 +154,38 @@ async def test_a_cancelled_call_is_cancelled_at_the_server(tmp_path: Path) -> No
         from polling import poll_until
 
         await poll_until(cancelled, limit=10, what="the server logged the cancellation")
+
+
+async def test_a_line_that_is_not_json_rpc_costs_only_itself(tmp_path: Path) -> None:
+    # A client is untrusted: garbage on the wire is answered (or dropped) and the next request is served.
+    import os
+    import sys
+
+    from serve_support import serve_command
+
+    workdir = write_project(tmp_path / "project", {"alpha": fault_server_entry()})
+    command = serve_command(workdir, tmp_path / "home", "--stdio", "--mode", "full")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    }
+    lines = [b"this is not json\n", b'{"jsonrpc": "2.0", "id": [1, 2]}\n', json.dumps(initialize).encode() + b"\n"]
+    process = await trio.lowlevel.open_process(
+        command, stdin=-1, stdout=-1, env=dict(os.environ), stderr=sys.stderr.fileno()
+    )
+    assert process.stdin is not None and process.stdout is not None
+    async with process.stdin, process.stdout:
+        for line in lines:
+            await process.stdin.send_all(line)
+        received = b""
+        with trio.fail_after(30):
+            while b'"id":1' not in received.replace(b" ", b""):
+                chunk = await process.stdout.receive_some(65536)
+                assert chunk, "serve closed its stdout"
+                received += chunk
+        answers = [json.loads(line) for line in received.splitlines() if line.strip()]
+        assert answers[-1]["result"]["serverInfo"]["name"] == "wave-actors"
+    with trio.fail_after(10):
+        assert await process.wait() == 0  # stdin closed: serve ends by itself

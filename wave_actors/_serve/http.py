@@ -301,6 +301,7 @@ async def serve_http(host: Host, front_options: FrontOptions, options: HttpOptio
         bound = f"[{options.host}]" if ":" in options.host else options.host
         config.bind = [f"{bound}:{options.port}"]
         config.accesslog = None
+        config.errorlog = logging.getLogger(f"{__name__}.listener")  # ours: warnings only, one line each, on stderr
         config.graceful_timeout = 1.0
         async with manager.run():
             listen = cast(Any, serve)  # its WSGI half is untyped; the gate is an ASGI app
