@@ -24,8 +24,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from benchmarks.call_overhead import Call, _alternating, _concurrent
-from benchmarks.report import Headline, Progress, Table, info, median, ratio
+from benchmarks.call_overhead import Call, Samples, alternating, concurrent_batch, side_by_side
+from benchmarks.report import Headline, Progress, info, median
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors.testing import entry_command, fault_server_entry
 
@@ -74,9 +74,7 @@ async def _sides(workdir: Path, devnull: TextIO) -> AsyncGenerator[dict[str, Cal
 
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     calls, rounds, tasks = arguments.calls, arguments.rounds, arguments.concurrency
-    samples: dict[str, dict[str, list[dict[str, float]]]] = {
-        side: {"sequential": [], "concurrent": []} for side in ("serve", "direct")
-    }
+    samples: Samples = {side: {"sequential": [], "concurrent": []} for side in ("serve", "direct")}
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory, open(os.devnull, "w") as devnull:
         for round_index in range(rounds):
@@ -84,41 +82,23 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             workdir = Path(directory) / f"round-{round_index}"
             workdir.mkdir()
             async with _sides(workdir, devnull) as sides:
-                await _alternating(sides, arguments.warmup)
+                await alternating(sides, arguments.warmup)
                 progress.update("measuring", f"round {round_index + 1}/{rounds} sequential, alternating call by call")
-                for side, (latencies, seconds) in (await _alternating(sides, calls)).items():
+                for side, (latencies, seconds) in (await alternating(sides, calls)).items():
                     samples[side]["sequential"].append({"median_us": median(latencies), "calls_per_s": calls / seconds})
                 order = ("direct", "serve") if round_index % 2 == 0 else ("serve", "direct")
                 for side in order:
                     progress.update("measuring", f"round {round_index + 1}/{rounds} concurrent {side}")
-                    latencies, wall = await _concurrent(sides[side], calls, tasks)
+                    latencies, wall = await concurrent_batch(sides[side], calls, tasks)
                     samples[side]["concurrent"].append({"median_us": median(latencies), "calls_per_s": calls / wall})
-    table = Table(
+    table, ratios = side_by_side(
         f"serve_overhead: echo over stdio, {calls} calls per side per round, {rounds} rounds "
         "(medians over rounds; ratio = through serve / direct, per round, then median)",
-        ["mode", "side", "median latency µs", "calls/s", "latency ratio", "calls/s ratio"],
+        samples,
+        measured=("serve", "SDK client -> serve -> server"),
+        base=("direct", "SDK client -> server"),
+        tasks=tasks,
     )
-    ratios: dict[str, tuple[float, float]] = {}
-    for mode in ("sequential", "concurrent"):
-        pairs = list(zip(samples["serve"][mode], samples["direct"][mode], strict=True))
-        latency_ratio = median(ratio(s["median_us"], d["median_us"]) for s, d in pairs)
-        throughput_ratio = median(ratio(s["calls_per_s"], d["calls_per_s"]) for s, d in pairs)
-        ratios[mode] = (latency_ratio, throughput_ratio)
-        label = mode if mode == "sequential" else f"concurrent x{tasks}"
-        for side, shown in (("direct", "SDK client -> server"), ("serve", "SDK client -> serve -> server")):
-            rows = samples[side][mode]
-            table.add(
-                label,
-                shown,
-                median(row["median_us"] for row in rows),
-                median(row["calls_per_s"] for row in rows),
-                latency_ratio if side == "serve" else 1.0,
-                throughput_ratio if side == "serve" else 1.0,
-            )
-    table.notes += [
-        "sequential: the two sides alternate call by call; calls/s = calls / time spent in that side's calls.",
-        f"concurrent: {tasks} tasks share a batch; the sides' batches alternate. calls/s = calls / batch wall time.",
-    ]
     outcome.tables.append(table)
     headlines: list[Headline] = [
         info("sequential latency through serve", median(r["median_us"] for r in samples["serve"]["sequential"]), "µs"),
