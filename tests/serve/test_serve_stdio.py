@@ -15,6 +15,7 @@ import mcp_types as types
 import pytest
 import trio
 from mcp.client.session import IncomingMessage
+from polling import poll_until
 from serve_support import serve_client, text, write_project
 
 from wave_actors.testing import fault_server_entry
@@ -151,8 +152,6 @@ async def test_a_cancelled_call_is_cancelled_at_the_server(tmp_path: Path) -> No
         def cancelled() -> bool:
             return "cancelled" in stderr_log.read_text()
 
-        from polling import poll_until
-
         await poll_until(cancelled, limit=10, what="the server logged the cancellation")
 
 
@@ -189,3 +188,27 @@ async def test_a_line_that_is_not_json_rpc_costs_only_itself(tmp_path: Path) -> 
         assert answers[-1]["result"]["serverInfo"]["name"] == "wave-actors"
     with trio.fail_after(10):
         assert await process.wait() == 0  # stdin closed: serve ends by itself
+
+
+async def test_a_failure_tells_the_client_what_failed_and_never_the_servers_stderr(tmp_path: Path) -> None:
+    # The stderr tail the library keeps in a failure's detail lines is the host's to read, not a client's (R-WS-5).
+    marker = tmp_path / "started-once"
+    entry = fault_server_entry()
+    # Starts once; every restart after the crash fails, saying something on stderr that must not travel.
+    once = f'if [ -e {marker} ]; then echo private-stderr-line >&2; exit 3; fi; touch {marker}; exec "$0" "$@"'
+    wrapped = {"command": "/bin/sh", "args": ["-c", once, entry["command"], *entry["args"]]}  # type: ignore[misc]
+    workdir = write_project(tmp_path / "project", {"alpha": wrapped})
+    async with serve_client(workdir, tmp_path / "home", "--mode", "full") as (session, _):
+        crashed = await session.call_tool("mcp__alpha__crash", {"code": 9})
+        assert crashed.is_error
+        answers: list[types.CallToolResult] = []
+
+        async def gave_up() -> bool:  # each answer is a fresh look at the server, which gives up after its budget
+            answers.append(await session.call_tool("mcp__alpha__echo", {"text": "x"}))
+            return "gave up" in text(answers[-1])
+
+        await poll_until(gave_up, limit=60, interval=0.5, what="the server given up on, as the client is told")
+    assert all(answer.is_error for answer in answers)
+    said = text(answers[-1])
+    assert "alpha" in said and "exited with code 3" in said
+    assert "\n" not in said and "private-stderr-line" not in said

@@ -96,6 +96,11 @@ def _tool(declaration: ToolDeclaration, read_only_hint: bool | None) -> mcp_type
     )
 
 
+def _headline(error: Exception) -> str:
+    """What failed, without the detail lines after it: a server's stderr tail is the host's to read, not a client's."""
+    return str(error).split("\n", 1)[0]
+
+
 def refusal(text: str) -> mcp_types.CallToolResult:
     """A tool result that tells the client why its call was not carried out."""
     return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=True)
@@ -172,9 +177,9 @@ class Client:
         try:
             return await self.session.call_tool(name, arguments, on_progress=on_progress, mode=self._mode)
         except WaveActorsError as error:
-            return refusal(str(error))
+            return refusal(_headline(error))
         except TypeError as error:  # arguments the library cannot send; nothing was sent (R-TOOL-9)
-            return refusal(f"tool {name!r}: {error}")
+            return refusal(f"tool {name!r}: {_headline(error)}")
 
     async def attend(self, peer: ServerSession) -> None:
         """Tell the client each time the tools it would list change, until the connection ends; then close.
