@@ -110,12 +110,12 @@ async def http_serve(workdir: Path, home: Path, *options: str, mark: str) -> Asy
 
 @asynccontextmanager
 async def http_client(
-    url: str, *, headers: dict[str, str] | None = None
+    url: str, *, headers: dict[str, str] | None = None, message_handler: MessageHandlerFnT | None = None
 ) -> AsyncGenerator[tuple[ClientSession, types.InitializeResult], None]:
     """An initialized SDK client of ``url`` over streamable HTTP; leaving it ends the MCP session (``DELETE``)."""
     async with (
         httpx2.AsyncClient(headers=headers or {}) as client,
         streamable_http_client(url, http_client=client) as (read_stream, write_stream),
-        ClientSession(read_stream, write_stream) as session,
+        ClientSession(read_stream, write_stream, message_handler=message_handler) as session,
     ):
         yield session, await session.initialize()

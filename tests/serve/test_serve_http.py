@@ -15,9 +15,11 @@ import uuid
 from pathlib import Path
 
 import httpx2
+import mcp_types as types
 import psutil
 import pytest
 import trio
+from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from polling import poll_until
 from serve_support import family, http_client, http_serve, serve_command, text, write_project
 
@@ -71,6 +73,38 @@ async def test_three_clients_of_one_project_share_one_process_per_server(tmp_pat
         servers = servers_of(mark)
         assert len(servers) == 2  # alpha and beta, once each, for three clients
         assert {server.ppid() for server in servers} == {serve_pid}
+
+
+async def test_progress_and_list_changed_reach_each_http_client_on_its_own_streams(tmp_path: Path) -> None:
+    # R-TOOL-10 and R-RACE-7 over HTTP: progress rides the call's stream, list_changed the session's own.
+    mark = uuid.uuid4().hex
+    workdir = write_project(tmp_path / "project", {"alpha": fault_server_entry(progress_tool=True)})
+    told = [trio.Event(), trio.Event()]
+
+    def handler(index: int) -> MessageHandlerFnT:
+        async def on_message(message: IncomingMessage) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                told[index].set()
+
+        return on_message
+
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with (
+        http_serve(workdir, tmp_path / "home", "--mode", "full", mark=mark) as (url, _),
+        http_client(url, message_handler=handler(0)) as (first, _),
+        http_client(url, message_handler=handler(1)) as (second, _),
+    ):
+        result = await first.call_tool("mcp__alpha__progress", {"steps": 3}, progress_callback=on_progress)
+        assert not result.is_error and seen == [1, 2, 3]
+        await second.call_tool("mcp__alpha__notify_list_changed", {"add_tool": "added"})
+        with trio.fail_after(10):
+            for event in told:  # one server, shared: both clients' lists changed
+                await event.wait()
+        assert "mcp__alpha__added" in {tool.name for tool in (await first.list_tools()).tools}
 
 
 async def test_ended_sessions_give_their_servers_back_and_the_project_reclaims_them(tmp_path: Path) -> None:
