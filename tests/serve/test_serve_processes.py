@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import trio
 from polling import poll_until
 from serve_support import MARK_VARIABLE, family, serve_client, serve_command, text, write_project
 
@@ -95,3 +96,42 @@ async def test_a_client_killed_mid_call_leaves_no_process(tmp_path: Path) -> Non
         if client.stdout is not None:
             client.stdout.close()
         kill_processes(family(mark))
+
+
+async def test_sigterm_ends_serve_while_its_client_still_holds_stdin_and_reclaims_everything(tmp_path: Path) -> None:
+    # R-KILL-7: a signal is answered at once, not when the client next writes or closes the pipe.
+    mark = uuid.uuid4().hex
+    command = serve_command(project(tmp_path), tmp_path / "home", "--stdio", "--mode", "full")
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, MARK_VARIABLE: mark}
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        await process.stdin.send_all(json.dumps(initialize).encode() + b"\n")
+        with trio.fail_after(30):
+            answer = await process.stdout.receive_some(65536)
+        assert b'"serverInfo"' in answer
+        assert any("fault_server" in " ".join(p.cmdline()) for p in family(mark))
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            code = await process.wait()
+        assert time.monotonic() - signalled < 2.0
+        assert code == 128 + signal.SIGTERM
+        await poll_until(lambda: family(mark) == [], limit=5.0, what="every process serve started gone")
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await process.stdin.aclose()
+        await process.stdout.aclose()

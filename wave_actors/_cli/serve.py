@@ -9,11 +9,14 @@ line is an exit 2 with one line that names the option.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, configured_options, home, seconds, trust, workdir
-from wave_actors._console import EXIT_OK, EXIT_USAGE, fail
+from wave_actors._console import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from wave_actors._serve.http import HttpOptions
@@ -110,13 +113,16 @@ def _http_options(arguments: argparse.Namespace) -> HttpOptions:
         fail(error, EXIT_USAGE)
 
 
-def serve(arguments: argparse.Namespace, err: TextIO) -> int:
-    """Run ``serve`` until the client leaves (stdio) or a signal ends it (HTTP); every process is reclaimed first.
+def serve(arguments: argparse.Namespace, err: TextIO) -> NoReturn:
+    """Run ``serve`` until the client leaves (stdio) or a signal ends it; then end the process, every process reclaimed.
+
+    The process exits here, with :data:`~wave_actors._console.EXIT_OK` when the
+    client left and 128 + N after signal N, without the interpreter's teardown
+    (:func:`_leave_at_once`).
 
     :param arguments: the parsed command line.
     :param err: where the HTTP address is announced.
-    :returns: :data:`~wave_actors._console.EXIT_OK`.
-    :raises CommandFailed: a bad option (exit 2).
+    :raises CommandFailed: a bad option (exit 2), before anything started.
     """
     directory = workdir(arguments).resolve()
     http = _http_options(arguments) if arguments.http is not None else None
@@ -134,5 +140,26 @@ def serve(arguments: argparse.Namespace, err: TextIO) -> int:
         project_idle=cast(float, arguments.project_idle),
         http=http,
     )
-    run_unwrapped(run_serve, options, err)
-    return EXIT_OK
+    try:
+        run_unwrapped(run_serve, options, err)
+        code: int = EXIT_OK
+    except SystemExit as ended:  # a signal, once every process was reclaimed (reclaim_on_signals)
+        code = ended.code if isinstance(ended.code, int) else EXIT_FAILURE
+    _leave_at_once(code)
+
+
+def _leave_at_once(code: int) -> NoReturn:
+    """End the process now: everything it started is reclaimed, and its client is waiting for it to exit.
+
+    The interpreter's own teardown of the MCP SDK's modules and their models
+    takes a second or more of CPU, time in which a client that closed our stdin
+    (the SDK's ``stdio_client`` waits 2 s) starts signalling a process that has
+    nothing left to do. Only the output streams need flushing.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a client that closed its end: nothing more can reach it
+    logging.shutdown()
+    os._exit(code)
