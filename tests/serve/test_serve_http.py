@@ -165,6 +165,21 @@ async def test_a_foreign_origin_or_host_is_refused_with_403_and_opens_nothing(tm
         assert local.status_code == 200 and "mcp-session-id" in local.headers
 
 
+async def test_an_allowed_origin_is_let_in_exactly_as_named_and_no_lookalike(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    options = ("--allow-origin", "https://app.example")
+    async with (
+        http_serve(project(tmp_path), tmp_path / "home", *options, mark=mark) as (url, _),
+        httpx2.AsyncClient() as client,
+    ):
+        for lookalike in ("https://app.example.evil", "http://app.example", "https://app.example:444"):
+            refused = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "origin": lookalike})
+            assert refused.status_code == 403, lookalike
+        assert servers_of(mark) == []
+        allowed = await client.post(url, json=INITIALIZE, headers={**ACCEPT, "origin": "https://app.example"})
+        assert allowed.status_code == 200
+
+
 async def test_a_missing_or_wrong_token_is_refused_with_401_and_opens_nothing(tmp_path: Path) -> None:
     # R-SERVE-2: with --token-file, only the bearer of that token gets in.
     mark = uuid.uuid4().hex
