@@ -107,6 +107,21 @@ async def test_progress_and_list_changed_reach_each_http_client_on_its_own_strea
         assert "mcp__alpha__added" in {tool.name for tool in (await first.list_tools()).tools}
 
 
+async def test_working_set_mode_over_http_tells_each_client_the_working_set(tmp_path: Path) -> None:
+    # R-WS-3, R-WS-4 over HTTP: the instructions ride the initialize answer of each MCP session.
+    mark = uuid.uuid4().hex
+    async with (
+        http_serve(project(tmp_path), tmp_path / "home", mark=mark) as (url, _),
+        http_client(url) as (first, opened_first),
+        http_client(url) as (second, opened_second),
+    ):
+        for opened in (opened_first, opened_second):
+            assert opened.instructions is not None and "alpha" in opened.instructions and "beta" in opened.instructions
+        assert {tool.name for tool in (await first.list_tools()).tools} == {"mcp_call", "mcp_describe"}
+        called = await second.call_tool("mcp_call", {"server": "beta", "tool": "tool_1", "arguments": {"text": "y"}})
+        assert text(called) == "tool_1: y"
+
+
 async def test_ended_sessions_give_their_servers_back_and_the_project_reclaims_them(tmp_path: Path) -> None:
     # R-SCOPE-2: DELETE destroys the session; with nobody left, the idle timer reclaims the servers.
     mark = uuid.uuid4().hex
