@@ -37,7 +37,7 @@ async def test_full_mode_lists_every_tool_by_its_stable_name_with_sanitized_sche
     async with serve_client(workdir, tmp_path / "home", "--mode", "full") as (session, result):
         assert result.server_info.name == "wave-actors"
         assert result.capabilities.tools is not None and result.capabilities.tools.list_changed is True
-        assert result.instructions is None
+        assert result.instructions is None  # no server has instructions of its own
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
     assert {"mcp__alpha__echo", "mcp__alpha__sleep", "mcp__beta__echo", "mcp__beta__tool_1"} <= set(tools)
     assert "$schema" not in tools["mcp__alpha__echo"].input_schema
@@ -45,6 +45,21 @@ async def test_full_mode_lists_every_tool_by_its_stable_name_with_sanitized_sche
     assert tools["mcp__alpha__echo"].annotations is not None
     assert tools["mcp__alpha__echo"].annotations.read_only_hint is True
     assert tools["mcp__beta__echo"].annotations is None  # not annotated by its server: nothing is made up
+
+
+async def test_each_servers_own_instructions_are_announced_naming_it_in_both_modes(tmp_path: Path) -> None:
+    # R-INS-2: the library's announcement, once, in the initialize answer; the working set comes first.
+    workdir = write_project(
+        tmp_path / "project",
+        {"alpha": fault_server_entry(instructions="Use echo to say things."), "beta": fault_server_entry()},
+    )
+    async with serve_client(workdir, tmp_path / "home", "--mode", "full") as (_, result):
+        assert result.instructions is not None
+        assert "Use echo to say things." in result.instructions and "alpha" in result.instructions
+    async with serve_client(workdir, tmp_path / "home") as (_, result):
+        assert result.instructions is not None
+        said = result.instructions
+        assert said.index("beta") < said.index("Use echo to say things.")  # the working set, then the announcement
 
 
 async def test_each_call_reaches_the_server_its_name_says(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ What a client sees is the library's, never a second copy of it:
   name ``mcp__server__tool``, its sanitized schema, and ``readOnlyHint`` as the
   server sent it (R-TOOL-1, R-TOOL-2, R-TOOL-7);
 * ``working-set`` mode lists the two gateway tools, and ``initialize`` answers
-  with the working set as the server's ``instructions`` (R-WS-3, R-WS-4).
+  with the working set as the server's ``instructions`` (R-WS-3, R-WS-4);
+* in both modes the ``instructions`` go on with the library's announcement of
+  each server's own instructions (R-INS-2).
 
 Calls go to :meth:`Session.call_tool <wave_actors.Session.call_tool>`. What the
 library raises about a call (an unknown tool, a server that is down, a
@@ -135,10 +137,18 @@ class Client:
         return tools
 
     def instructions(self) -> str | None:
-        """The server's ``instructions`` for this client: the working set in working-set mode, else none."""
-        if self._mode is not LoadMode.WORKING_SET:
-            return None
-        return self.session.working_set().render() or None
+        """The server's ``instructions`` for this client, ``None`` when there is nothing to say.
+
+        The working set in working-set mode (R-WS-3), then, in both modes, the
+        library's announcement of each available server's own instructions,
+        naming the server and cut to its limit (R-INS-2): a client's
+        conversation is not ours to append to, so they are told once, here.
+        """
+        parts: list[str] = []
+        if self._mode is LoadMode.WORKING_SET:
+            parts.append(self.session.working_set().render())
+        parts += [message.text for message in self.session.instruction_updates(())]
+        return "\n\n".join(part for part in parts if part) or None
 
     async def call(
         self, name: str, arguments: dict[str, Any] | None, progress: Callable[..., Awaitable[None]] | None
