@@ -97,6 +97,45 @@ async def concurrent_batch(call: Call, count: int, tasks: int) -> tuple[list[flo
     return latencies, time.perf_counter() - started
 
 
+async def measure_round(
+    sides: dict[str, Call],
+    samples: Samples,
+    calls: int,
+    warmup: int,
+    tasks: int,
+    round_index: int,
+    label: str,
+    progress: Progress,
+) -> None:
+    """One round of two sides into ``samples``: a warm-up, ``calls`` sequential calls alternating call by
+    call, then a concurrent batch per side, the first side's first in even rounds.
+
+    :param sides: the two sides, by name (``samples``' keys).
+    :param samples: where each side's round is appended, per mode.
+    :param calls: calls per side, sequential and concurrent.
+    :param warmup: calls per side before measuring, both ways.
+    :param tasks: tasks in the concurrent batch.
+    :param round_index: the round's number from 0, for the order of the batches.
+    :param label: the round as the progress line says it.
+    :param progress: the progress line.
+    """
+    await alternating(sides, warmup)
+    for call in sides.values():
+        await concurrent_batch(call, warmup, tasks)
+    progress.update("measuring", f"{label} sequential, alternating call by call")
+    for side, (latencies, seconds) in (await alternating(sides, calls)).items():
+        samples[side]["sequential"].append(
+            {"median_us": median(latencies), "calls_per_s": calls / seconds, "wall_s": seconds}
+        )
+    names = list(sides)
+    for side in names if round_index % 2 == 0 else names[::-1]:
+        progress.update("measuring", f"{label} concurrent {side}")
+        latencies, wall = await concurrent_batch(sides[side], calls, tasks)
+        samples[side]["concurrent"].append(
+            {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
+        )
+
+
 Samples = dict[str, dict[str, list[dict[str, float]]]]
 """Per side, per mode (``sequential``, ``concurrent``), one ``{"median_us", "calls_per_s", ...}`` per round."""
 
@@ -309,22 +348,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             # among themselves (placement, wake-up latency), and the median over rounds evens that out.
             progress.update("measuring", f"round {round_index + 1}/{rounds}: connecting")
             async with _pair(workdir, entry, devnull) as pair:
-                sides = pair.sides()
-                await alternating(sides, arguments.warmup)
-                for call in sides.values():
-                    await concurrent_batch(call, arguments.warmup, tasks)
-                progress.update("measuring", f"round {round_index + 1}/{rounds} sequential, alternating call by call")
-                for side, (latencies, seconds) in (await alternating(sides, calls)).items():
-                    samples[side]["sequential"].append(
-                        {"median_us": median(latencies), "calls_per_s": calls / seconds, "wall_s": seconds}
-                    )
-                order = ("bare", "ours") if round_index % 2 == 0 else ("ours", "bare")
-                for side in order:
-                    progress.update("measuring", f"round {round_index + 1}/{rounds} concurrent {side}")
-                    latencies, wall = await concurrent_batch(sides[side], calls, tasks)
-                    samples[side]["concurrent"].append(
-                        {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
-                    )
+                label = f"round {round_index + 1}/{rounds}"
+                await measure_round(pair.sides(), samples, calls, arguments.warmup, tasks, round_index, label, progress)
 
         table, ratios = side_by_side(
             f"call_overhead: echo over stdio, {calls} calls per side per round, {rounds} rounds, a fresh pair of "

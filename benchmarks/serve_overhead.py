@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from benchmarks.call_overhead import Call, Samples, alternating, concurrent_batch, side_by_side
+from benchmarks.call_overhead import Call, Samples, measure_round, side_by_side
 from benchmarks.report import Headline, Progress, info, median
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors.testing import entry_command, fault_server_entry
@@ -82,15 +82,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             workdir = Path(directory) / f"round-{round_index}"
             workdir.mkdir()
             async with _sides(workdir, devnull) as sides:
-                await alternating(sides, arguments.warmup)
-                progress.update("measuring", f"round {round_index + 1}/{rounds} sequential, alternating call by call")
-                for side, (latencies, seconds) in (await alternating(sides, calls)).items():
-                    samples[side]["sequential"].append({"median_us": median(latencies), "calls_per_s": calls / seconds})
-                order = ("direct", "serve") if round_index % 2 == 0 else ("serve", "direct")
-                for side in order:
-                    progress.update("measuring", f"round {round_index + 1}/{rounds} concurrent {side}")
-                    latencies, wall = await concurrent_batch(sides[side], calls, tasks)
-                    samples[side]["concurrent"].append({"median_us": median(latencies), "calls_per_s": calls / wall})
+                label = f"round {round_index + 1}/{rounds}"
+                await measure_round(sides, samples, calls, arguments.warmup, tasks, round_index, label, progress)
     table, ratios = side_by_side(
         f"serve_overhead: echo over stdio, {calls} calls per side per round, {rounds} rounds "
         "(medians over rounds; ratio = through serve / direct, per round, then median)",

@@ -27,6 +27,14 @@ from wave_actors.testing import process_census
 
 MARK_VARIABLE = "WAVE_SERVE_TEST_MARK"
 
+INITIALIZE: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
+}
+"""An ``initialize`` request as a client without the SDK writes it (raw pipes, hand-built HTTP requests)."""
+
 
 def family(mark: str) -> list[psutil.Process]:
     """Every live process carrying ``MARK_VARIABLE=mark``: a serve, its watchdog, its servers and their children."""

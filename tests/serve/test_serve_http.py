@@ -21,7 +21,7 @@ import pytest
 import trio
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from polling import poll_until
-from serve_support import family, http_client, http_serve, serve_command, text, write_project
+from serve_support import INITIALIZE, family, http_client, http_serve, serve_command, text, write_project
 
 from wave_actors.testing import FAULT_SERVER_PATH, fault_server_entry
 
@@ -30,12 +30,6 @@ pytestmark = [
     pytest.mark.timeout(90),
 ]
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
-}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 

@@ -21,7 +21,7 @@ import psutil
 import pytest
 import trio
 from polling import poll_until
-from serve_support import MARK_VARIABLE, family, serve_client, serve_command, text, write_project
+from serve_support import INITIALIZE, MARK_VARIABLE, family, serve_client, serve_command, text, write_project
 
 from wave_actors.testing import fault_server_entry, kill_processes
 
@@ -107,17 +107,7 @@ async def test_sigterm_ends_serve_while_its_client_still_holds_stdin_and_reclaim
     )
     assert process.stdin is not None and process.stdout is not None
     try:
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        await process.stdin.send_all(json.dumps(initialize).encode() + b"\n")
+        await process.stdin.send_all(json.dumps(INITIALIZE).encode() + b"\n")
         with trio.fail_after(30):
             answer = await process.stdout.receive_some(65536)
         assert b'"serverInfo"' in answer

@@ -9,6 +9,8 @@ check proves every process went with it.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import mcp_types as types
@@ -16,7 +18,7 @@ import pytest
 import trio
 from mcp.client.session import IncomingMessage
 from polling import poll_until
-from serve_support import serve_client, text, write_project
+from serve_support import INITIALIZE, serve_client, serve_command, text, write_project
 
 from wave_actors.testing import fault_server_entry
 
@@ -172,20 +174,9 @@ async def test_a_cancelled_call_is_cancelled_at_the_server(tmp_path: Path) -> No
 
 async def test_a_line_that_is_not_json_rpc_costs_only_itself(tmp_path: Path) -> None:
     # A client is untrusted: garbage on the wire is answered (or dropped) and the next request is served.
-    import os
-    import sys
-
-    from serve_support import serve_command
-
     workdir = write_project(tmp_path / "project", {"alpha": fault_server_entry()})
     command = serve_command(workdir, tmp_path / "home", "--stdio", "--mode", "full")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-    }
-    lines = [b"this is not json\n", b'{"jsonrpc": "2.0", "id": [1, 2]}\n', json.dumps(initialize).encode() + b"\n"]
+    lines = [b"this is not json\n", b'{"jsonrpc": "2.0", "id": [1, 2]}\n', json.dumps(INITIALIZE).encode() + b"\n"]
     process = await trio.lowlevel.open_process(
         command, stdin=-1, stdout=-1, env=dict(os.environ), stderr=sys.stderr.fileno()
     )
