@@ -9,7 +9,7 @@ unless it needs what wave-actors leaves out (:data:`OUT_OF_SCOPE`, with the
 reason); one that server-everything fails by itself says so, and is not
 counted.
 
-Uses :mod:`conformance.run`'s installation, process and table helpers; its
+Uses :mod:`conformance.run`'s installation, process and table functions; its
 client scenarios are not touched. Exit codes as there: 0 every scenario a
 front can pass passed, 1 one did not, 3 the suite could not be run (0 with
 ``--skip-unavailable``).
