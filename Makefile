@@ -27,6 +27,7 @@ bench: $(STAMP)
 # The official MCP conformance suite's client scenarios; needs node and npm (see conformance/README.md).
 conformance: $(STAMP)
 	$(BIN)/python -m conformance.run $(CONFORMANCE_FLAGS)
+	$(BIN)/python -m conformance.serve $(CONFORMANCE_FLAGS)
 
 typecheck: $(STAMP)
 	$(BIN)/pyright

@@ -64,7 +64,7 @@ def _at_least(metric: str, value: float, limit: float) -> Headline:
     return Headline(metric, value, "", f">= {limit:g}", (not math.isnan(value)) and value >= limit)
 
 
-async def _alternating(sides: dict[str, Call], count: int) -> dict[str, tuple[list[float], float]]:
+async def alternating(sides: dict[str, Call], count: int) -> dict[str, tuple[list[float], float]]:
     """``count`` sequential calls per side, alternating call by call (rotating who goes first).
 
     Side by side at the finest grain: a burst of load from elsewhere hits every
@@ -81,7 +81,7 @@ async def _alternating(sides: dict[str, Call], count: int) -> dict[str, tuple[li
     return {name: (values, sum(values) / 1e6) for name, values in latencies.items()}
 
 
-async def _concurrent(call: Call, count: int, tasks: int) -> tuple[list[float], float]:
+async def concurrent_batch(call: Call, count: int, tasks: int) -> tuple[list[float], float]:
     latencies: list[float] = []
 
     async def worker(share: int) -> None:
@@ -95,6 +95,85 @@ async def _concurrent(call: Call, count: int, tasks: int) -> tuple[list[float], 
         for index in range(tasks):
             nursery.start_soon(worker, count // tasks + (1 if index < count % tasks else 0))
     return latencies, time.perf_counter() - started
+
+
+async def measure_round(
+    sides: dict[str, Call],
+    samples: Samples,
+    calls: int,
+    warmup: int,
+    tasks: int,
+    round_index: int,
+    label: str,
+    progress: Progress,
+) -> None:
+    """One round of two sides into ``samples``: a warm-up, ``calls`` sequential calls alternating call by
+    call, then a concurrent batch per side, the first side's first in even rounds.
+
+    :param sides: the two sides, by name (``samples``' keys).
+    :param samples: where each side's round is appended, per mode.
+    :param calls: calls per side, sequential and concurrent.
+    :param warmup: calls per side before measuring, both ways.
+    :param tasks: tasks in the concurrent batch.
+    :param round_index: the round's number from 0, for the order of the batches.
+    :param label: the round as the progress line says it.
+    :param progress: the progress line.
+    """
+    await alternating(sides, warmup)
+    for call in sides.values():
+        await concurrent_batch(call, warmup, tasks)
+    progress.update("measuring", f"{label} sequential, alternating call by call")
+    for side, (latencies, seconds) in (await alternating(sides, calls)).items():
+        samples[side]["sequential"].append(
+            {"median_us": median(latencies), "calls_per_s": calls / seconds, "wall_s": seconds}
+        )
+    names = list(sides)
+    for side in names if round_index % 2 == 0 else names[::-1]:
+        progress.update("measuring", f"{label} concurrent {side}")
+        latencies, wall = await concurrent_batch(sides[side], calls, tasks)
+        samples[side]["concurrent"].append(
+            {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
+        )
+
+
+Samples = dict[str, dict[str, list[dict[str, float]]]]
+"""Per side, per mode (``sequential``, ``concurrent``), one ``{"median_us", "calls_per_s", ...}`` per round."""
+
+
+def side_by_side(
+    title: str, samples: Samples, *, measured: tuple[str, str], base: tuple[str, str], tasks: int
+) -> tuple[Table, dict[str, tuple[float, float]]]:
+    """The table of two sides' rounds, and per mode the median of the per-round ratios (latency, calls/s).
+
+    :param title: the table's title.
+    :param samples: the rounds of both sides.
+    :param measured: the side whose ratios are taken, and its name in the table.
+    :param base: the side it is divided by, and its name in the table.
+    :param tasks: the concurrent batch's tasks, for its label.
+    """
+    table = Table(title, ["mode", "side", "median latency µs", "calls/s", "latency ratio", "calls/s ratio"])
+    ratios: dict[str, tuple[float, float]] = {}
+    for mode in ("sequential", "concurrent"):
+        pairs = list(zip(samples[measured[0]][mode], samples[base[0]][mode], strict=True))
+        latency_ratio = median(ratio(m["median_us"], b["median_us"]) for m, b in pairs)
+        throughput_ratio = median(ratio(m["calls_per_s"], b["calls_per_s"]) for m, b in pairs)
+        ratios[mode] = (latency_ratio, throughput_ratio)
+        label = mode if mode == "sequential" else f"concurrent x{tasks}"
+        for side, shown in (base, measured):
+            rows = samples[side][mode]
+            table.add(
+                label,
+                shown,
+                median(row["median_us"] for row in rows),
+                median(row["calls_per_s"] for row in rows),
+                latency_ratio if side == measured[0] else 1.0,
+                throughput_ratio if side == measured[0] else 1.0,
+            )
+    table.notes += [
+        "sequential: the two sides alternate call by call; calls/s = calls / time spent in that side's calls.",
+        f"concurrent: {tasks} tasks share a batch; the sides' batches alternate. calls/s = calls / batch wall time.",
+    ]
+    return table, ratios
 
 
 def _profile_rows(profile: cProfile.Profile, calls: int) -> dict[tuple[str, int, str], tuple[float, float]]:
@@ -173,12 +252,12 @@ async def _layers(
     names = list(sides)
     for round_index in range(rounds):
         progress.update("layers", f"round {round_index + 1}/{rounds} sequential, alternating")
-        for layer, (latencies, _) in (await _alternating(sides, calls)).items():
+        for layer, (latencies, _) in (await alternating(sides, calls)).items():
             samples[layer]["sequential"].append(median(latencies))
         order = names if round_index % 2 == 0 else names[::-1]
         for layer in order:
             progress.update("layers", f"round {round_index + 1}/{rounds} concurrent {layer}")
-            _, wall = await _concurrent(sides[layer], calls, tasks)
+            _, wall = await concurrent_batch(sides[layer], calls, tasks)
             samples[layer]["concurrent"].append(wall / calls * 1e6)
     base = {mode: median(samples[names[0]][mode]) for mode in ("sequential", "concurrent")}
     table = Table(
@@ -260,9 +339,7 @@ class Pair:
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     entry = fault_server_entry()
     calls, rounds, tasks = arguments.calls, arguments.rounds, arguments.concurrency
-    samples: dict[str, dict[str, list[dict[str, float]]]] = {
-        side: {"sequential": [], "concurrent": []} for side in ("ours", "bare")
-    }
+    samples: Samples = {side: {"sequential": [], "concurrent": []} for side in ("ours", "bare")}
     outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory, open(os.devnull, "w") as devnull:
         workdir = Path(directory)
@@ -271,51 +348,21 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             # among themselves (placement, wake-up latency), and the median over rounds evens that out.
             progress.update("measuring", f"round {round_index + 1}/{rounds}: connecting")
             async with _pair(workdir, entry, devnull) as pair:
-                sides = pair.sides()
-                await _alternating(sides, arguments.warmup)
-                for call in sides.values():
-                    await _concurrent(call, arguments.warmup, tasks)
-                progress.update("measuring", f"round {round_index + 1}/{rounds} sequential, alternating call by call")
-                for side, (latencies, seconds) in (await _alternating(sides, calls)).items():
-                    samples[side]["sequential"].append(
-                        {"median_us": median(latencies), "calls_per_s": calls / seconds, "wall_s": seconds}
-                    )
-                order = ("bare", "ours") if round_index % 2 == 0 else ("ours", "bare")
-                for side in order:
-                    progress.update("measuring", f"round {round_index + 1}/{rounds} concurrent {side}")
-                    latencies, wall = await _concurrent(sides[side], calls, tasks)
-                    samples[side]["concurrent"].append(
-                        {"median_us": median(latencies), "calls_per_s": calls / wall, "wall_s": wall}
-                    )
+                label = f"round {round_index + 1}/{rounds}"
+                await measure_round(pair.sides(), samples, calls, arguments.warmup, tasks, round_index, label, progress)
 
-        table = Table(
+        table, ratios = side_by_side(
             f"call_overhead: echo over stdio, {calls} calls per side per round, {rounds} rounds, a fresh pair of "
             "servers each round (medians over rounds; ratio = ours / bare, per round, then median)",
-            ["mode", "side", "median latency µs", "calls/s", "latency ratio", "calls/s ratio"],
+            samples,
+            measured=("ours", "wave-actors"),
+            base=("bare", "bare SDK"),
+            tasks=tasks,
         )
-        ratios: dict[str, tuple[float, float]] = {}
-        for mode in ("sequential", "concurrent"):
-            pairs = list(zip(samples["ours"][mode], samples["bare"][mode], strict=True))
-            latency_ratio = median(ratio(o["median_us"], b["median_us"]) for o, b in pairs)
-            throughput_ratio = median(ratio(o["calls_per_s"], b["calls_per_s"]) for o, b in pairs)
-            ratios[mode] = (latency_ratio, throughput_ratio)
-            label = mode if mode == "sequential" else f"concurrent x{tasks}"
-            for side, shown in (("bare", "bare SDK"), ("ours", "wave-actors")):
-                rows = samples[side][mode]
-                table.add(
-                    label,
-                    shown,
-                    median(row["median_us"] for row in rows),
-                    median(row["calls_per_s"] for row in rows),
-                    latency_ratio if side == "ours" else 1.0,
-                    throughput_ratio if side == "ours" else 1.0,
-                )
-        table.notes += [
-            "sequential: the two sides alternate call by call; calls/s = calls / time spent in that side's calls.",
-            f"concurrent: {tasks} tasks share a batch; the sides' batches alternate. calls/s = calls / batch wall time.",
+        table.notes.append(
             f"latency ratio: per-call median latency, target <= {SEQUENTIAL_TARGET:g}; calls/s ratio: ours calls/s / "
-            f"bare calls/s, target >= {THROUGHPUT_TARGET:g} with {tasks} in flight.",
-        ]
+            f"bare calls/s, target >= {THROUGHPUT_TARGET:g} with {tasks} in flight."
+        )
         outcome.tables.append(table)
         outcome.headlines += [
             at_most("sequential latency ratio (ours/bare)", ratios["sequential"][0], SEQUENTIAL_TARGET),
@@ -329,7 +376,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             # Diagnosis: the same call through each layer, then cProfile of both sides.
             async with _pair(workdir, entry, devnull) as pair:
                 layers = pair.layers()
-                await _alternating(layers, arguments.warmup)
+                await alternating(layers, arguments.warmup)
                 layer_table, layer_samples = await _layers(layers, calls, max(3, rounds // 2), tasks, progress)
                 outcome.tables.append(layer_table)
                 sides = pair.sides()

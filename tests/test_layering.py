@@ -48,3 +48,13 @@ def test_the_family_leaf_imports_nothing_of_wave_actors_but_itself() -> None:
         if module.startswith("wave_actors") and not module.startswith("wave_actors._family")
     ]
     assert above == []
+
+
+def test_serve_is_built_on_the_public_api_only() -> None:
+    # R-SERVE-1: `wave-actors serve` is a host like any other; it imports the public names and its own modules.
+    private = [
+        f"{where}: {module}"
+        for where, module in imports_of("_serve")
+        if module.startswith("wave_actors.") and not module.startswith("wave_actors._serve")
+    ]
+    assert private == []

@@ -11,6 +11,9 @@ Subcommands::
     wave-actors working-set          connect every enabled server, print the
                                      working-set section and what each load mode costs
     wave-actors demo                 a self-contained walkthrough on bundled servers
+    wave-actors serve [--stdio | --http HOST:PORT]
+                                     one MCP server fronting the project's servers,
+                                     for MCP clients in any language
     wave-actors add SERVER [--scope user|project] -- COMMAND ARGS...
     wave-actors add SERVER [--scope user|project] --url URL
                                      add a server to the user or project file
@@ -49,6 +52,7 @@ comes for free. Each subcommand lives with its family:
 * :mod:`~wave_actors._cli.working_set`: ``working-set``;
 * :mod:`~wave_actors._cli.edit`: ``add`` and ``remove``;
 * :mod:`~wave_actors._cli.trust`: ``trust``, ``untrust``, ``approve`` and ``revoke``;
+* :mod:`~wave_actors._cli.serve`: ``serve`` (its run is :mod:`wave_actors._serve`'s);
 * :mod:`wave_actors._demo`: ``demo``; and :mod:`wave_actors._console` what they
   all print through (exit codes, one-line errors, tables, JSON).
 
@@ -69,6 +73,7 @@ from typing import TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, configured_options, output_options, seconds
 from wave_actors._cli.edit import add, add_edit_commands, remove, split_command_line
+from wave_actors._cli.serve import add_serve_command, serve
 from wave_actors._cli.servers import servers
 from wave_actors._cli.session_commands import call, tools, watch
 from wave_actors._cli.trust import add_trust_commands, approve, revoke, trust, untrust
@@ -148,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_edit_commands(commands, output)
     add_trust_commands(commands, output)
+    add_serve_command(commands)
     return parser
 
 
@@ -217,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return approve(arguments, out)
         if command == "revoke":
             return revoke(arguments, out)
+        if command == "serve":
+            return serve(arguments, sys.stderr)
         return _demo(arguments, out)
     except CommandFailed as error:
         out.flush()
