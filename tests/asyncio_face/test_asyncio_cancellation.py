@@ -40,7 +40,9 @@ def test_a_task_cancelled_mid_call_cancels_the_call_on_its_server(tmp_path: Path
     calls, cancels = tmp_path / "calls.jsonl", tmp_path / "cancels.jsonl"
 
     async def scenario() -> None:
-        async with connected_session(tmp_path, {"f": fault_server_entry(call_log=calls, cancel_log=cancels)}) as session:
+        async with connected_session(
+            tmp_path, {"f": fault_server_entry(call_log=calls, cancel_log=cancels)}
+        ) as session:
             call = asyncio.create_task(session.call_tool("mcp__f__sleep", {"seconds": 30}))
             await until(lambda: len(calls_received(calls)) == 1, limit=5, what="the server received the call")
             assert await _cancelled(call) < 2.0
@@ -59,7 +61,9 @@ def test_asyncio_timeout_around_a_call_cancels_it_on_the_server_too(tmp_path: Pa
     calls, cancels = tmp_path / "calls.jsonl", tmp_path / "cancels.jsonl"
 
     async def scenario() -> None:
-        async with connected_session(tmp_path, {"f": fault_server_entry(call_log=calls, cancel_log=cancels)}) as session:
+        async with connected_session(
+            tmp_path, {"f": fault_server_entry(call_log=calls, cancel_log=cancels)}
+        ) as session:
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.3):
                     await session.call_tool("mcp__f__sleep", {"seconds": 30})
@@ -145,7 +149,7 @@ def test_a_host_left_with_an_exception_reclaims_a_call_in_flight(tmp_path: Path,
                 raise LookupError("the host's own failure")
         assert no_server_left()
         assert call is not None
-        with pytest.raises(Exception, match="closed|unavailable|Unavailable"):
+        with pytest.raises(Exception, match=r"closed|unavailable|Unavailable"):
             await asyncio.wait_for(call, 5)
 
     run(scenario())

@@ -129,7 +129,7 @@ def test_getters_answer_at_once_from_the_snapshot_each_command_left(tmp_path: Pa
             assert gateway == ["mcp_call", "mcp_describe"]
             assert "echo [read-only]" in session.working_set().render()
             assert session.resolve_tool("mcp__f__echo") == ("f", "echo")
-            assert [tool.name for tool in session.search_tools("echo")][0] == "mcp__f__echo"
+            assert next(tool.name for tool in session.search_tools("echo")) == "mcp__f__echo"
             with pytest.raises(UnknownServer, match="configured: f"):
                 session.server("nope")
             described = await session.call_tool("mcp_describe", {"server": "f", "tool": "echo"})
@@ -215,8 +215,9 @@ def test_a_crash_is_followed_by_a_reconnect_to_a_new_generation(tmp_path: Path, 
                 await session.call_tool("mcp__f__crash", {"code": 7})
             snapshot = await asyncio.wait_for(
                 session.wait_for(
-                    lambda snapshot: snapshot.server("f").state is ServerState.CONNECTED
-                    and snapshot.server("f").generation > first
+                    lambda snapshot: (
+                        snapshot.server("f").state is ServerState.CONNECTED and snapshot.server("f").generation > first
+                    )
                 ),
                 10,
             )
