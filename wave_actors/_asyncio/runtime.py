@@ -5,6 +5,11 @@
 entered and held until the asyncio side lets go. Everything the asyncio side
 asks is an *operation*: a trio task in the runtime's nursery, started through
 the trio token, whose outcome comes back by ``loop.call_soon_threadsafe``.
+Operations take their first step in the order they were asked for: one
+dispatcher starts them one after the other, each with ``nursery.start``, so a
+``connect`` asked before a ``disconnect`` reaches its server first, as two
+trio tasks calling them in turn would (trio runs the tasks of one batch in
+any order; R-RACE-3).
 Why a thread and not trio's guest mode is said, with the figures, in
 :mod:`wave_actors.asyncio`.
 
@@ -24,7 +29,9 @@ letting go -- closed, or its thread gone, or the interpreter shutting down
 (its main thread ended) -- is noticed by the trio side within
 :data:`LOOP_POLL` seconds and the holder is left then, so every process is
 reclaimed anyway. The thread is not a daemon: an interpreter that exits
-waits for that reclamation.
+waits for that reclamation. Entering the holder is never cut short: letting
+go while it opens (a task cancelled as its host opens) takes effect once it
+is open.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import asyncio
 import contextvars
 import logging
 import threading
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, Generic, TypeVar
@@ -70,7 +78,11 @@ class TrioRuntime:
         self._token: trio.lowlevel.TrioToken | None = None
         self._operations: trio.Nursery | None = None
         self._held = trio.CancelScope()
-        self._release_requested = False
+        self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not started yet
+        self._dispatch = trio.lowlevel.ParkingLot()
+        self._release_requested = False  # asyncio thread, read by the trio thread
+        self._letting_go = False  # trio thread
+        self._entered = False  # trio thread
         self._accepting = False
         self._finished: asyncio.Future[None] = loop.create_future()
 
@@ -114,7 +126,7 @@ class TrioRuntime:
         :raises Exception: what the trio run ended with (leaving the holder failed).
         """
         self._release_requested = True  # read by the trio side if it has not entered the holder yet
-        self.request(self._held.cancel)
+        self.request(self._let_go)
         await _wait_out(self._finished)
         self._finished.result()
 
@@ -194,7 +206,7 @@ class TrioRuntime:
         try:
             self._loop.call_soon_threadsafe(callback, *args)
         except RuntimeError:  # the loop is closed
-            self._held.cancel()
+            self._let_go()
             return False
         return True
 
@@ -269,35 +281,58 @@ class TrioRuntime:
         async with trio.open_nursery() as operations:
             self._operations = operations
             operations.start_soon(self._watch_loop, name=f"{self._name}: watching its asyncio loop")
+            operations.start_soon(self._dispatcher, operations, name=f"{self._name}: starting operations in order")
             self._accepting = True
             held = await outcome.acapture(self._hold, hold, entered)
             self._accepting = False
             operations.cancel_scope.cancel()
+            while self._queued:  # asked for while the holder was being let go: never started
+                self.post(self._queued.popleft().deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
         held.unwrap()  # out here, not in a nursery: raised as it was, never in an exception group
 
     async def _hold(
         self, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], entered: asyncio.Future[_T]
     ) -> None:
         with self._held:
-            if self._release_requested:
-                self._held.cancel()
             async with hold(self) as value:
+                self._entered = True
                 self.post(_settle, entered, outcome.Value(value))
+                if self._release_requested or self._letting_go:
+                    self._held.cancel()
                 await trio.sleep_forever()
+
+    def _let_go(self) -> None:
+        """Trio thread: leave the holder now, or as soon as it is entered.
+
+        Entering is never interrupted: a trio host cancelled halfway through
+        its opening is not promised to unwind, and the opening is bounded.
+        """
+        self._letting_go = True
+        if self._entered:
+            self._held.cancel()
 
     def _start(self, call: _Call[Any, Any]) -> None:
         """Trio thread, from the token: start ``call`` as a task, or refuse it once the holder is being let go."""
         if not self._accepting or self._operations is None:
             self.post(call.deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
             return
-        self._operations.start_soon(call.invoke, name=call.name)
+        self._queued.append(call)
+        self._dispatch.unpark()
+
+    async def _dispatcher(self, operations: trio.Nursery) -> None:
+        """Start each queued operation once the one before it has taken its first step (its command is issued)."""
+        while True:
+            while self._queued:
+                call = self._queued.popleft()
+                await operations.start(call.invoke, name=call.name)
+            await self._dispatch.park()
 
     async def _watch_loop(self) -> None:
         while not self._loop_gone():
             await trio.sleep(LOOP_POLL)
-        if not self._held.cancel_called:
+        if not self._letting_go:
             logger.warning("%s: its asyncio loop is gone with the block still open; closing it now", self._name)
-        self._held.cancel()
+        self._let_go()
 
     def _loop_gone(self) -> bool:
         return self._loop.is_closed() or not self._loop_thread.is_alive() or not threading.main_thread().is_alive()
@@ -334,8 +369,13 @@ class _Call(Generic[_R, _T]):
         """What the trio task is named after: the function."""
         return self._function
 
-    async def invoke(self) -> None:
-        """Trio thread: run the function in a cancel scope of its own, and hand its outcome over."""
+    async def invoke(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Trio thread: run the function in a cancel scope of its own, and hand its outcome over.
+
+        Started as soon as it runs: the dispatcher resumes only after the
+        function's first step, so the next operation is issued after this one.
+        """
+        task_status.started()
         with trio.CancelScope() as scope:
             self._scope = scope
             if self._cancelled:
