@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import sys
 import tempfile
 import threading
@@ -44,7 +43,7 @@ import outcome
 import trio
 
 import wave_actors.asyncio as wave_asyncio
-from benchmarks.report import Headline, Progress, Table, at_most, info, median, ratio
+from benchmarks.report import Progress, Table, at_least, at_most, info, median, ratio
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import WaveActorsError, open_session
 from wave_actors.testing import fault_server_entry
@@ -373,10 +372,6 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     )
 
 
-def _at_least(metric: str, value: float, limit: float) -> Headline:
-    return Headline(metric, value, "", f">= {limit:g}", (not math.isnan(value)) and value >= limit)
-
-
 def _outcome(
     arguments: argparse.Namespace,
     sides: list[Side],
@@ -419,7 +414,7 @@ def _outcome(
         if side.way == "thread":
             result.headlines += [
                 at_most(f"{side.name} / trio: call latency", median(latency_ratios[side.name]), LATENCY_TARGET),
-                _at_least(
+                at_least(
                     f"{side.name} / trio: calls/s, {arguments.concurrency} in flight",
                     median(throughput_ratios[side.name]),
                     THROUGHPUT_TARGET,
