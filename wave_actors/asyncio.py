@@ -32,28 +32,32 @@ before the call's result, in the calling task's context variables, and
 is the exception: it is called in the trio thread, synchronously.
 
 Why a thread and not trio's guest mode, measured (``python -m
-benchmarks.asyncio_bridges``; echo over stdio to the stdlib fault server, one
-server per side, sides interleaved round by round, medians of 7 rounds of 1000
-calls, a busy 2-core machine, standard loop / uvloop):
+benchmarks.asyncio_face``; echo over stdio to the stdlib fault server, one
+server per side, sides taking turns, medians of 7 rounds of 1000 calls; a
+2-core machine shared with other work, load average about 13, so single
+figures move by 20 % from run to run -- the ratios are per round):
 
-=========================  ===============  =================  ==================================
-way                        latency µs       calls/s, 10 in     a call answered after 0.3 s, tool
-                                            flight             timeout 0.6 s, loop blocked 1 s
-=========================  ===============  =================  ==================================
-trio alone (the baseline)  {TRIO_LAT}       {TRIO_TPUT}        (no loop to block)
-trio thread                {THREAD_LAT}     {THREAD_TPUT}      the result, seen by trio at 0.3 s
-guest run on the loop      {GUEST_LAT}      {GUEST_TPUT}       ToolTimeout (spurious), at 1.0 s
-=========================  ===============  =================  ==================================
+====================  ==========  =========  ===============  ====================================
+way, loop             latency µs  calls/s,   first            a 0.3 s call, tool timeout 0.6 s,
+                      (ratio)     10 in      prepare_turn     loop blocked 1 s
+                                  flight     ms (ratio)
+====================  ==========  =========  ===============  ====================================
+trio alone            537 (1.00)  679        203 (1.00)       (no loop to block)
+thread, asyncio       656 (1.25)  550        181 (0.82)       the result, at 1.0 s
+guest run, asyncio    697 (1.27)  474        200 (1.33)       ToolTimeout (spurious), at 1.0 s
+thread, uvloop        647 (1.22)  683        174 (1.36)       the result, at 1.0 s
+guest run, uvloop     661 (1.22)  802        213 (1.60)       ToolTimeout (spurious), at 1.0 s
+====================  ==========  =========  ===============  ====================================
 
-A guest run does its work in the loop's thread but waits for I/O in a
-thread of trio's, so every trio sleep is two cross-thread wake-ups, and a
-call from asyncio one more: {GUEST_WHY}. Worse, a guest run stops whenever
-the loop does: a host loop blocked for a second freezes every call, every
-reclamation grace and every deadline with it, and a call the server answered
-in time fails as timed out once the loop comes back. A trio thread keeps the
-servers' pipes drained, deadlines true and reclamation going whatever the
-loop does, and its loop need not be on the same thread as anything else:
-both hold with the standard loop and with uvloop.
+(calls/s ratios to trio, per round: thread 0.90 and 0.88, guest 0.78 and
+1.05.) On speed neither way wins clearly: both pay two cross-thread wake-ups
+a call (a guest run waits for I/O in a thread of trio's). What decides is
+the blocked loop: a guest run stops whenever the loop does, so a host loop
+blocked for a second freezes every call, every reclamation grace and every
+deadline with it, and a call the server answered in time fails as timed out
+once the loop comes back. A trio thread keeps the servers' pipes drained,
+deadlines true and reclamation going whatever the loop does, and holds the
+same with the standard loop and with uvloop.
 
 Endings. Leaving ``async with Host.open()`` destroys every session and
 returns once every process is gone; a cancellation (``asyncio.run``
