@@ -2,7 +2,8 @@
 
 Run by path: ``python ending_program.py ENDING LOOP WORKDIR``. It uses the
 public asyncio face only. Once its server (which has a grandchild) is
-connected it prints ``ready`` and flushes; then, by ``ENDING``:
+connected it prints ``ready``, waits for a line on stdin (the test has
+looked at its processes), then, by ``ENDING``:
 
 - ``run-ends``: ``main`` returns while another task still holds the host
   open; ``asyncio.run`` (``uvloop.run``) cancels that task as it ends.
@@ -31,6 +32,7 @@ async def open_host(stack: AsyncExitStack, workdir: Path) -> None:
     session = await host.create_session(workdir, {"f": fault_server_entry(grandchild=True)})
     await session.prepare_turn()
     print("ready", flush=True)
+    sys.stdin.readline()  # the test has seen what it started; blocking the loop a moment is fine here
 
 
 async def run_ends(workdir: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -24,13 +25,23 @@ PROGRAM = Path(__file__).with_name("ending_program.py")
 def _started(ending: str, loop_name: str, workdir: Path) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
     """Start the program; once it has dialed, every process it started (its servers, their grandchildren)."""
     program = subprocess.Popen(
-        [sys.executable, str(PROGRAM), ending, loop_name, str(workdir)], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(PROGRAM), ending, loop_name, str(workdir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert program.stdout is not None
     line = program.stdout.readline()  # bounded by the suite's test timeout
     assert line == "ready\n", f"the program did not get ready: {line!r}"
-    family = psutil.Process(program.pid).children(recursive=True)
-    assert len(family) >= 2  # at least the server and its grandchild (and the watchdog)
+    me = psutil.Process(program.pid)
+    deadline = time.monotonic() + 10
+    # The server starts its grandchild as it starts; on a loaded machine that may be a moment after the dial.
+    while len(family := me.children(recursive=True)) < 2 and time.monotonic() < deadline:
+        psutil.wait_procs([me], timeout=0.05)  # look again shortly (ends early only if the program died)
+    assert len(family) >= 2, f"the server and its grandchild, not {family}"
+    assert program.stdin is not None
+    program.stdin.write("go on\n")
+    program.stdin.close()
     return program, family
 
 
