@@ -33,31 +33,33 @@ is the exception: it is called in the trio thread, synchronously.
 
 Why a thread and not trio's guest mode, measured (``python -m
 benchmarks.asyncio_face``; echo over stdio to the stdlib fault server, one
-server per side, sides taking turns, medians of 7 rounds of 1000 calls; a
-2-core machine shared with other work, load average about 13, so single
-figures move by 20 % from run to run -- the ratios are per round):
+server per side, sides taking turns, medians of 7 rounds of 1000 calls, one
+first ``prepare_turn`` per side a round; a 2-core machine shared with other
+work, load average about 13, so the ratios, taken per round, are what to read):
 
-====================  ==========  =========  ===============  ====================================
-way, loop             latency µs  calls/s,   first            a 0.3 s call, tool timeout 0.6 s,
-                      (ratio)     10 in      prepare_turn     loop blocked 1 s
-                                  flight     ms (ratio)
-====================  ==========  =========  ===============  ====================================
-trio alone            537 (1.00)  679        203 (1.00)       (no loop to block)
-thread, asyncio       656 (1.25)  550        181 (0.82)       the result, at 1.0 s
-guest run, asyncio    697 (1.27)  474        200 (1.33)       ToolTimeout (spurious), at 1.0 s
-thread, uvloop        647 (1.22)  683        174 (1.36)       the result, at 1.0 s
-guest run, uvloop     661 (1.22)  802        213 (1.60)       ToolTimeout (spurious), at 1.0 s
-====================  ==========  =========  ===============  ====================================
+====================  ===========  ===========  ===============  ===================================
+way, loop             latency µs   calls/s, 10  first            a 0.3 s call, tool timeout 0.6 s,
+                      (ratio)      in flight    prepare_turn     loop blocked 1 s
+                                   (ratio)      ms (ratio)
+====================  ===========  ===========  ===============  ===================================
+trio alone            673 (1.00)   564 (1.00)   159 (1.00)       (no loop to block)
+thread, asyncio       786 (1.22)   589 (1.07)   199 (1.47)       the result, at 1.0 s
+guest run, asyncio    918 (1.55)   589 (1.14)   145 (0.90)       ToolTimeout (spurious), at 1.1 s
+thread, uvloop        766 (1.10)   565 (1.03)   157 (1.00)       the result, at 1.0 s
+guest run, uvloop     901 (1.31)   511 (1.07)   140 (0.80)       the result, at 1.4 s
+====================  ===========  ===========  ===============  ===================================
 
-(calls/s ratios to trio, per round: thread 0.90 and 0.88, guest 0.78 and
-1.05.) On speed neither way wins clearly: both pay two cross-thread wake-ups
-a call (a guest run waits for I/O in a thread of trio's). What decides is
-the blocked loop: a guest run stops whenever the loop does, so a host loop
-blocked for a second freezes every call, every reclamation grace and every
-deadline with it, and a call the server answered in time fails as timed out
-once the loop comes back. A trio thread keeps the servers' pipes drained,
-deadlines true and reclamation going whatever the loop does, and holds the
-same with the standard loop and with uvloop.
+An earlier run on the same machine gave latency ratios of 1.25 and 1.22 for
+the thread, 1.27 and 1.22 for the guest run, and ToolTimeout for the guest
+run under both loops. A call costs either way two cross-thread wake-ups more
+than trio alone (a guest run waits for I/O in a thread of trio's); the guest
+run's was the dearer. What decides is the blocked loop: a guest run stops
+whenever the loop does, so a host loop blocked for a second freezes every
+call, every reclamation grace and every deadline with it, and a call the
+server answered in time fails as timed out, or not, depending on whether
+trio sees the deadline or the answer first once the loop is back. A trio
+thread keeps the servers' pipes drained, deadlines true and reclamation
+going whatever the loop does, the same with the standard loop and uvloop.
 
 Endings. Leaving ``async with Host.open()`` destroys every session and
 returns once every process is gone; a cancellation (``asyncio.run``
