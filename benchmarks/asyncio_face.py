@@ -15,8 +15,8 @@ server per side, in one process:
 
 Each round makes ``--calls`` sequential calls per side, side after side
 (rotating who goes first), then a concurrent batch per side (``--concurrency``
-tasks sharing ``--calls`` calls), then one first ``prepare_turn`` per side on
-a fresh session; ratios to the trio side are taken per round and their median
+tasks sharing ``--calls`` calls), then ``--turns`` first ``prepare_turn``s per
+side, each on a fresh session, sides taking turns; ratios to the trio side are taken per round and their median
 reported. Once, per asyncio side: a call of ``sleep 0.3`` on a server with
 ``tool_timeout_ms`` 600, during which the loop is blocked for
 ``--block`` seconds (``time.sleep`` in a callback): what the caller gets, and when.
@@ -58,6 +58,7 @@ OPTIONS = (
     Option("warmup", int, 200, 50, "calls per side before measuring"),
     Option("rounds", int, 7, 2, "rounds"),
     Option("concurrency", int, 10, 10, "tasks in the concurrent batch"),
+    Option("turns", int, 3, 1, "first prepare_turns per side per round (each on a fresh session; their median counts)"),
     Option("block", float, 1.0, 1.0, "seconds the loop is blocked in the blocked-loop check"),
     Option("loops", str, "asyncio,uvloop", "asyncio,uvloop", "asyncio loops to measure (uvloop only if installed)"),
     Option("guest", str, "yes", "yes", "measure trio's guest mode as well: yes or no"),
@@ -341,12 +342,15 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 finally:
                     for side in order:
                         await side.close()
-                turns: dict[str, float] = {}
-                for side in order:
-                    workdir = root / f"t{round_index}-{side.name.replace(' ', '-')}"
-                    workdir.mkdir()
-                    turns[side.name] = await side.first_turn(workdir, fault_server_entry())
-                    first_turns[side.name].append(turns[side.name])
+                taken: dict[str, list[float]] = {side.name: [] for side in sides}
+                for turn in range(arguments.turns):
+                    for side in order:
+                        workdir = root / f"t{round_index}-{turn}-{side.name.replace(' ', '-')}"
+                        workdir.mkdir()
+                        taken[side.name].append(await side.first_turn(workdir, fault_server_entry()))
+                turns = {name: median(values) for name, values in taken.items()}
+                for name, values in taken.items():
+                    first_turns[name] += values
                 for side in sides:
                     latency_ratios[side.name].append(ratio(medians[side.name], medians["trio"]))
                     throughput_ratios[side.name].append(ratio(rates[side.name], rates["trio"]))
