@@ -42,14 +42,17 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
 
 
+async def start_conversation(host: Host, conversation_id: str) -> Session:
+    session = await host.create_session(WORKDIR, SERVERS, session_id=conversation_id)
+    await session.prepare_turn()  # the first turn dials the conversation's servers
+    return session
+
+
 async def conversation_session(request: Request, conversation_id: str) -> Session:
-    """The conversation's session, created once even when its first messages arrive together."""
+    """The conversation's session, created and dialed once even when its first messages arrive together."""
     sessions: dict[str, asyncio.Task[Session]] = request.app.state.sessions
     if conversation_id not in sessions:
-        host: Host = request.app.state.host
-        sessions[conversation_id] = asyncio.ensure_future(
-            host.create_session(WORKDIR, SERVERS, session_id=conversation_id)
-        )
+        sessions[conversation_id] = asyncio.ensure_future(start_conversation(request.app.state.host, conversation_id))
     return await asyncio.shield(sessions[conversation_id])  # a request that goes away leaves it to the others
 
 
@@ -57,7 +60,7 @@ async def post_message(request: Request) -> Response:
     conversation_id = request.path_params["conversation_id"]
     text = (await request.json())["text"]
     session = await conversation_session(request, conversation_id)
-    await session.prepare_turn()  # the first turn dials the conversation's servers
+    await session.prepare_turn()  # later turns: dials whatever has become due (nothing, here)
     result = await session.call_tool("mcp__echo__echo", {"text": text})
     return JSONResponse({"conversation": conversation_id, "reply": result.content[0].text})  # type: ignore[union-attr]
 
