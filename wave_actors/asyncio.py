@@ -49,9 +49,12 @@ thread, uvloop        766 (1.10)   565 (1.03)   157 (1.00)       the result, at 
 guest run, uvloop     901 (1.31)   511 (1.07)   140 (0.80)       the result, at 1.4 s
 ====================  ===========  ===========  ===============  ===================================
 
-An earlier run on the same machine gave latency ratios of 1.25 and 1.22 for
-the thread, 1.27 and 1.22 for the guest run, and ToolTimeout for the guest
-run under both loops. A call costs either way two cross-thread wake-ups more
+Other runs on the same machine: before operations were started in order,
+latency ratios of 1.25 and 1.22 for the thread and 1.27 and 1.22 for the
+guest run; later, with less load (trio alone 510 µs), 1.59 and 1.56 for the
+thread and 1.61 and 1.59 for the guest run: the hand-offs cost a fixed
+200-300 µs a call, whichever way. The guest run answered the blocked-loop
+call with ToolTimeout in both. A call costs either way two cross-thread wake-ups more
 than trio alone (a guest run waits for I/O in a thread of trio's); the guest
 run's was the dearer. What decides is the blocked loop: a guest run stops
 whenever the loop does, so a host loop blocked for a second freezes every
