@@ -4,6 +4,7 @@ Run them all with ``python -m benchmarks`` (what ``make bench`` does; about
 ten minutes on a 2-core machine) or ``python -m benchmarks --quick`` (a
 smoke run well under a minute). Each scenario also runs alone::
 
+    python -m benchmarks.asyncio_face [--quick] [--calls N] [--rounds N] [--loops asyncio,uvloop]
     python -m benchmarks.call_overhead [--quick] [--calls N] [--rounds N] ...
     python -m benchmarks.connected_scale [--quick] [--servers N] [--runs N]
     python -m benchmarks.dial
@@ -13,6 +14,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.project_scale [--quick] [--sessions N]
     python -m benchmarks.race_storm [--duration SECONDS]
     python -m benchmarks.race_storm_project [--duration SECONDS]
+    python -m benchmarks.race_storm_asyncio [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
     python -m benchmarks.serve_overhead [--quick] [--calls N] [--rounds N]
@@ -33,6 +35,7 @@ attributed to this run (and only to it) and killed at the end.
 from __future__ import annotations
 
 SCENARIOS: tuple[str, ...] = (
+    "asyncio_face",
     "call_overhead",
     "connected_scale",
     "dial",
@@ -42,6 +45,7 @@ SCENARIOS: tuple[str, ...] = (
     "project_scale",
     "race_storm",
     "race_storm_project",
+    "race_storm_asyncio",
     "reclaim_latency",
     "reference",
     "serve_overhead",

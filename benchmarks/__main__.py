@@ -31,7 +31,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenarios to run (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated scenarios to leave out")
     parser.add_argument(
-        "--duration", type=float, default=None, help="race_storm and race_storm_project seconds (default 60; --quick 5)"
+        "--duration", type=float, default=None, help="seconds of each race storm (default 60; --quick 5)"
     )
     parser.add_argument("--seed", type=int, default=2026, help="random seed passed to every scenario")
     return parser.parse_args()
@@ -55,7 +55,7 @@ def main() -> None:
         command = [sys.executable, "-m", f"benchmarks.{name}", "--seed", str(arguments.seed)]
         if arguments.quick:
             command.append("--quick")
-        if name in ("race_storm", "race_storm_project") and arguments.duration is not None:
+        if name.startswith("race_storm") and arguments.duration is not None:
             command += ["--duration", str(arguments.duration)]
         print(f"=== {name}: {' '.join(command[1:])}", flush=True)
         scenario_started = time.monotonic()

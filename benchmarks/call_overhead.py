@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import math
 import os
 import pstats
 import sys
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import attrs
 import trio
 
-from benchmarks.report import Headline, Progress, Table, at_most, median, ratio
+from benchmarks.report import Headline, Progress, Table, at_least, at_most, median, ratio
 from benchmarks.scenario import Option, Outcome, main
 from wave_actors import Session, open_session
 from wave_actors.testing import entry_command, fault_server_entry
@@ -57,11 +56,6 @@ OPTIONS = (
 )
 
 Call = Callable[[], Awaitable[object]]
-
-
-def _at_least(metric: str, value: float, limit: float) -> Headline:
-    """A headline whose target is ``value >= limit``."""
-    return Headline(metric, value, "", f">= {limit:g}", (not math.isnan(value)) and value >= limit)
 
 
 async def alternating(sides: dict[str, Call], count: int) -> dict[str, tuple[list[float], float]]:
@@ -366,7 +360,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         outcome.tables.append(table)
         outcome.headlines += [
             at_most("sequential latency ratio (ours/bare)", ratios["sequential"][0], SEQUENTIAL_TARGET),
-            _at_least(f"calls/s with {tasks} in flight, ratio (ours/bare)", ratios["concurrent"][1], THROUGHPUT_TARGET),
+            at_least(f"calls/s with {tasks} in flight, ratio (ours/bare)", ratios["concurrent"][1], THROUGHPUT_TARGET),
             Headline("sequential calls/s (ours)", median(r["calls_per_s"] for r in samples["ours"]["sequential"])),
         ]
         outcome.data["samples"] = samples

@@ -73,11 +73,19 @@ connection per (workdir, server) since they load the same entries
 With ``mixed``, half of each workdir's slots own their sessions' connections
 instead; they load no project entry (``trust="approved"``, nothing approved),
 so their markers stay per session, and ``host.reconcile`` reaches them too.
+
+Driver (``--driver``). With ``asyncio`` the same slots and operations run as
+asyncio tasks on an asyncio loop (in a thread of its own, beside this
+process's trio run, which keeps the sampler), through
+:mod:`wave_actors.asyncio`: every command crosses to the host's trio thread
+and back, and the checker of (c) reads the snapshots the face mirrors to the
+loop. The invariants and the leftover scan are the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -95,6 +103,7 @@ from typing import Any
 import attrs
 import trio
 
+import wave_actors.asyncio as wave_asyncio
 from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, median
 from benchmarks.scenario import Option, Outcome, main
@@ -119,6 +128,7 @@ from wave_actors.testing import FAMILY_VARIABLE, FAULT_SERVER_PATH, fault_server
 NAME = "race_storm"
 MARKER_PREFIX = "storm-"
 OWNERSHIPS = ("session", "project", "mixed")
+DRIVERS = ("trio", "asyncio")
 EXTRA_SHARE = 0.2
 """How often a project-mode session configures its workdir's optional server: seldom enough that its last
 reference often goes (an idle timer starts) and comes back (an attach, maybe while it closes)."""
@@ -133,6 +143,13 @@ PROJECT_EVENTS = (
     ("is dead", "rebuilds on attach (dead connection)"),
 )
 """Library log messages of :mod:`wave_actors._roster.project` counted as project events."""
+
+
+def driver_choice(value: str) -> str:
+    """``--driver``: one of :data:`DRIVERS`."""
+    if value not in DRIVERS:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(DRIVERS)}, not {value!r}")
+    return value
 
 
 def ownership_choice(value: str) -> str:
@@ -157,7 +174,19 @@ OPTIONS = (
     ),
     Option("workdirs", int, 0, 0, "workdirs with --ownership project or mixed (0: one per 4 sessions)"),
     Option("idle_timeout", float, 0.2, 0.2, "seconds a shared connection stays open unused (ProjectOptions)"),
+    Option(
+        "driver",
+        driver_choice,
+        "trio",
+        "trio",
+        "trio, or asyncio: the same storm through wave_actors.asyncio, from an asyncio loop in a thread of its own",
+    ),
 )
+
+AnyHost = Host | wave_asyncio.Host
+AnySession = Session | wave_asyncio.Session
+Sleep = Callable[[float], Any]
+"""``trio.sleep`` or ``asyncio.sleep``: the driver's."""
 
 WEIGHTS: Mapping[str, int] = {
     "prepare_turn": 12,
@@ -414,14 +443,14 @@ class Slot:
     """
 
     index: int
-    host: Host
+    host: AnyHost
     ledger: Ledger
     rng: random.Random
     workdir: Path
     project: Project | None = None
     trust: TrustMode = "all"
     generation: int = 0
-    session: Session | None = None
+    session: AnySession | None = None
     entries: dict[str, dict[str, object]] = attrs.field(factory=dict[str, dict[str, object]])
     next_server: int = 0
     own: Holds = attrs.field(factory=Holds)
@@ -455,7 +484,7 @@ class Slot:
         self.next_server += 1
         self.entries[name] = self.new_entry(session_id, name)
 
-    def check(self, session: Session, why: str) -> None:
+    def check(self, session: AnySession, why: str) -> None:
         snapshot = session.snapshot()
         held = self.holds.held
         for status in snapshot.servers:
@@ -464,7 +493,7 @@ class Slot:
             if status.name in held and status.state is not ServerState.DISCONNECTED:
                 self.ledger.violate("c", self._undone(session, status, why))
 
-    def _undone(self, session: Session, status: ServerStatus, why: str) -> str:
+    def _undone(self, session: AnySession, status: ServerStatus, why: str) -> str:
         if self.project is None:
             return f"session {session.id} server {status.name} is {status.state.value} after a disconnect ({why})"
         return (
@@ -473,15 +502,16 @@ class Slot:
         )
 
 
-async def _watch(slot: Slot, session: Session) -> None:
+async def _watch(slot: Slot, session: AnySession) -> None:
     async for _ in session.watch():
         slot.check(session, "watcher")
 
 
-async def _operate(slot: Slot, session: Session, deadline: float) -> None:
+async def _operate(slot: Slot, session: AnySession, deadline: float, sleep: Sleep = trio.sleep) -> None:
+    """Random operations on ``session`` until it closes or ``deadline`` (``time.monotonic()``) passes."""
     ledger, rng = slot.ledger, slot.rng
     kinds, weights = list(WEIGHTS), list(WEIGHTS.values())
-    while not session.closed and not slot.finished and trio.current_time() < deadline:
+    while not session.closed and not slot.finished and time.monotonic() < deadline:
         kind = rng.choices(kinds, weights)[0]
         names = slot.names()
         name = rng.choice(names) if names else "s0"
@@ -495,10 +525,10 @@ async def _operate(slot: Slot, session: Session, deadline: float) -> None:
             ledger.violate("unexpected error", f"{kind} {name}: {error!r}")
         ledger.operations[kind] += 1
         ledger.outcomes[(kind, outcome)] += 1
-        await trio.sleep(rng.uniform(0, 0.01))
+        await sleep(rng.uniform(0, 0.01))
 
 
-async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
+async def _one(slot: Slot, session: AnySession, kind: str, name: str) -> None:
     rng = slot.rng
     match kind:
         case "prepare_turn":
@@ -557,7 +587,7 @@ async def _one(slot: Slot, session: Session, kind: str, name: str) -> None:
             raise AssertionError(kind)
 
 
-async def _reconfigure_project(slot: Slot, project: Project, session: Session, name: str) -> None:
+async def _reconfigure_project(slot: Slot, project: Project, session: AnySession, name: str) -> None:
     """Edit the workdir's ``.mcp.json`` and reconcile the project, or draw the session's optional server again.
 
     No hold ends here: a reload keeps a manual disconnect, and a retired
@@ -593,7 +623,7 @@ async def _reconfigure_project(slot: Slot, project: Project, session: Session, n
         await slot.host.reconcile(project.workdir)
 
 
-async def _create(slot: Slot, session_id: str) -> Session:
+async def _create(slot: Slot, session_id: str) -> AnySession:
     slot.finished = False
     if slot.project is None:
         slot.entries, slot.next_server = {}, 0
@@ -607,21 +637,40 @@ async def _create(slot: Slot, session_id: str) -> Session:
     )
 
 
+async def _new_session(slot: Slot) -> AnySession:
+    slot.generation += 1
+    session = await _create(slot, f"{slot.index}x{slot.generation}")
+    slot.ledger.sessions_created += 1
+    slot.ledger.operations["create"] += 1
+    slot.ledger.outcomes[("create", "ok")] += 1
+    return session
+
+
+async def _end_session(slot: Slot, session: AnySession) -> None:
+    if slot.project is None:
+        slot.holds.end(*slot.entries)
+    await slot.host.destroy_session(session.id)
+
+
 async def _run_slot(slot: Slot, workers: int, deadline: float) -> None:
-    while trio.current_time() < deadline:
-        slot.generation += 1
-        session = await _create(slot, f"{slot.index}x{slot.generation}")
-        slot.ledger.sessions_created += 1
-        slot.ledger.operations["create"] += 1
-        slot.ledger.outcomes[("create", "ok")] += 1
+    while time.monotonic() < deadline:
+        session = await _new_session(slot)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch, slot, session)
             async with trio.open_nursery() as operators:
                 for _ in range(workers):
                     operators.start_soon(_operate, slot, session, deadline)
-            if slot.project is None:
-                slot.holds.end(*slot.entries)
-            await slot.host.destroy_session(session.id)
+            await _end_session(slot, session)
+
+
+async def _run_slot_in_asyncio(slot: Slot, workers: int, deadline: float) -> None:
+    """:func:`_run_slot` for the asyncio driver: the same operations, as asyncio tasks."""
+    while time.monotonic() < deadline:
+        session = await _new_session(slot)
+        watcher = asyncio.ensure_future(_watch(slot, session))
+        await asyncio.gather(*(_operate(slot, session, deadline, asyncio.sleep) for _ in range(workers)))
+        await _end_session(slot, session)
+        await watcher  # it ends with the session
 
 
 class _CountingHandler(logging.Handler):
@@ -679,21 +728,27 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                     graces, _transition_checker(ledger, _retired_in(projects) if projects else None)
                 )
                 project = ProjectOptions(idle_timeout=arguments.idle_timeout)
-                async with Host.open(home=workdir / "home", options=options, project=project) as host:
-                    deadline = trio.current_time() + arguments.duration
-                    async with trio.open_nursery() as nursery:
-                        for index in range(arguments.sessions):
-                            slot = _slot(
-                                index, host, ledger, random.Random(rng.random()), workdir, projects, arguments.ownership
-                            )
-                            nursery.start_soon(_run_slot, slot, arguments.workers, deadline)
-                    storm_seconds = time.monotonic() - storm_started
-                    if projects:
-                        ledger.storm_project_events = Counter(ledger.project_events)
-                        progress.update("teardown", "waiting for the idle timers to close the shared connections")
-                        drained = await _drain(host, projects, arguments.idle_timeout)
-                    progress.update("teardown", "closing the host")
-                    sessions_left, pending = len(host.sessions()), len(host.pending_destroys())
+                if arguments.driver == "asyncio":
+                    storm = _storm_in_asyncio(arguments, ledger, rng, workdir, projects, options, project, progress)
+                    storm_seconds, drained, sessions_left, pending = await trio.to_thread.run_sync(asyncio.run, storm)
+                else:
+                    async with Host.open(home=workdir / "home", options=options, project=project) as host:
+                        deadline = time.monotonic() + arguments.duration
+                        async with trio.open_nursery() as nursery:
+                            for index in range(arguments.sessions):
+                                slot = _slot(
+                                    index,
+                                    host,
+                                    ledger,
+                                    random.Random(rng.random()),
+                                    workdir,
+                                    projects,
+                                    arguments.ownership,
+                                )
+                                nursery.start_soon(_run_slot, slot, arguments.workers, deadline)
+                        storm_seconds = time.monotonic() - storm_started
+                        drained = await _teardown(host, ledger, projects, arguments.idle_timeout, progress, trio.sleep)
+                        sessions_left, pending = len(host.sessions()), len(host.pending_destroys())
                 stop_sampling.set()
                 background.cancel_scope.cancel()
     finally:
@@ -708,6 +763,43 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     return _outcome(arguments, ledger, storm_seconds, len(left), left_kinds, tagged, sessions_left, pending, drained)
 
 
+async def _storm_in_asyncio(
+    arguments: argparse.Namespace,
+    ledger: Ledger,
+    rng: random.Random,
+    workdir: Path,
+    projects: list[Project],
+    options: SessionOptions,
+    project: ProjectOptions,
+    progress: Progress,
+) -> tuple[float, Drained | None, int, int]:
+    """The storm through :mod:`wave_actors.asyncio`, on this thread's asyncio loop: seconds, drained, left, pending."""
+    storm_started = time.monotonic()
+    async with wave_asyncio.Host.open(home=workdir / "home", options=options, project=project) as host:
+        deadline = time.monotonic() + arguments.duration
+        slots = [
+            _slot(index, host, ledger, random.Random(rng.random()), workdir, projects, arguments.ownership)
+            for index in range(arguments.sessions)
+        ]
+        await asyncio.gather(*(_run_slot_in_asyncio(slot, arguments.workers, deadline) for slot in slots))
+        storm_seconds = time.monotonic() - storm_started
+        drained = await _teardown(host, ledger, projects, arguments.idle_timeout, progress, asyncio.sleep)
+        return storm_seconds, drained, len(host.sessions()), len(host.pending_destroys())
+
+
+async def _teardown(
+    host: AnyHost, ledger: Ledger, projects: list[Project], idle_timeout: float, progress: Progress, sleep: Sleep
+) -> Drained | None:
+    """Once the storm is over: wait for the idle timers (project mode); the host is closed next."""
+    drained = None
+    if projects:
+        ledger.storm_project_events = Counter(ledger.project_events)
+        progress.update("teardown", "waiting for the idle timers to close the shared connections")
+        drained = await _drain(host, projects, idle_timeout, sleep)
+    progress.update("teardown", "closing the host")
+    return drained
+
+
 def _projects(arguments: argparse.Namespace, directory: Path, rng: random.Random) -> list[Project]:
     """The workdirs of project-mode (and mixed) storms, each with its ``.mcp.json``; none in session mode."""
     if arguments.ownership == "session":
@@ -718,7 +810,7 @@ def _projects(arguments: argparse.Namespace, directory: Path, rng: random.Random
 
 def _slot(
     index: int,
-    host: Host,
+    host: AnyHost,
     ledger: Ledger,
     rng: random.Random,
     directory: Path,
@@ -747,16 +839,16 @@ class Drained:
     seconds: float
 
 
-async def _drain(host: Host, projects: list[Project], idle_timeout: float) -> Drained:
+async def _drain(host: AnyHost, projects: list[Project], idle_timeout: float, sleep: Sleep) -> Drained:
     """Wait (bounded) until the idle timers closed every project's connections: no session is left to hold one."""
     started = time.monotonic()
+    deadline = started + idle_timeout + IDLE_DRAIN_GRACE
 
     def left() -> int:
         return sum(len(host.project_servers(project.workdir)) for project in projects)
 
-    with trio.move_on_after(idle_timeout + IDLE_DRAIN_GRACE):
-        while left():
-            await trio.sleep(0.01)  # no event says "this project is empty": look again shortly
+    while left() and time.monotonic() < deadline:
+        await sleep(0.01)  # no event says "this project is empty": look again shortly
     return Drained(len(projects), left(), time.monotonic() - started)
 
 
@@ -781,6 +873,8 @@ def _outcome(
     total = sum(ledger.operations.values())
     outcome = Outcome()
     scenario = "race_storm" if drained is None else f"race_storm ({arguments.ownership} ownership)"
+    if arguments.driver != "trio":
+        scenario += f", {arguments.driver} driver"
     sizes = f"{arguments.sessions} sessions x {arguments.workers} tasks"
     settings = f"seed {arguments.seed}, graces {arguments.graces or 'default'}"
     if drained is not None:

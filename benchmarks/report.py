@@ -148,6 +148,11 @@ def at_most(metric: str, value: float, limit: float, unit: str = "", *, invarian
     return Headline(metric, value, unit, target, (not math.isnan(value)) and value <= limit, invariant)
 
 
+def at_least(metric: str, value: float, limit: float, unit: str = "") -> Headline:
+    """A headline whose target is ``value >= limit``."""
+    return Headline(metric, value, unit, f">= {limit:g}", (not math.isnan(value)) and value >= limit)
+
+
 def info(metric: str, value: float, unit: str = "") -> Headline:
     """A headline with no target."""
     return Headline(metric, value, unit)

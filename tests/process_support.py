@@ -1,4 +1,4 @@
-"""The fault servers a test started, from the process census, what they were asked to call, pid reuse on demand,
+"""The fault servers a test started, from the process census, what they were asked and told, pid reuse on demand,
 and the most tasks and memory this host process used meanwhile.
 
 Shared by the test folders."""
@@ -50,9 +50,19 @@ def plant_stale_cache_entry(pid: int) -> None:
     psutil._pids_reused.discard(pid)  # type: ignore[attr-defined]  # as if nobody had looked since the reuse
 
 
+def requests_cancelled(log: Path) -> list[object]:
+    """The request ids a fault server was told were cancelled, in order, from its cancel log (``cancel_log=...``)."""
+    return [json.loads(line)["id"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def calls_received(log: Path) -> list[dict[str, object]]:
+    """Every ``tools/call`` a fault server received, ``{"id", "tool", "pid", "time"}``, from its call log."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 def tools_called(log: Path) -> list[str]:
     """The tools a fault server was asked to call, in order, from its call log (``fault_server_entry(call_log=...)``)."""
-    return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
+    return [str(call["tool"]) for call in calls_received(log)]
 
 
 @attrs.define

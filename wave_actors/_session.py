@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from wave_actors._actor.actor import ServerActor
-from wave_actors._catalog import Standing, build_snapshot, unknown_tool_hint, unknown_tool_reason
+from wave_actors._catalog import Standing, build_snapshot, unknown_tool_reason
 from wave_actors._config import Diagnostic
 from wave_actors._errors import (
     DialError,
@@ -43,25 +43,18 @@ from wave_actors._errors import (
     UnknownTool,
     WaveActorsError,
 )
-from wave_actors._failure_notices import DEFAULT_FAILURE_WORDING, FailureNotice, FailureWording, failure_notices
-from wave_actors._instructions import DEFAULT_WORDING, InstructionMessage, InstructionWording, instruction_updates
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._parameters import ServerEntries, SessionSources
 from wave_actors._reconfigure import ReconfigureResult
 from wave_actors._roster import Roster
-from wave_actors._status import ServerState, ServerStatus, SessionSnapshot, ToolInfo
+from wave_actors._session_reads import SessionReads
+from wave_actors._status import ServerState, ServerStatus, SessionSnapshot
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._tools import (
     MCP_CALL,
     MCP_DESCRIBE,
     LoadMode,
-    ToolDeclaration,
-    WorkingSet,
-    build_working_set,
     call_gateway,
-    full_declarations,
-    gateway_declarations,
-    search_tools,
 )
 from wave_actors._transport.arguments import tool_call_arguments
 
@@ -72,7 +65,7 @@ __all__ = ["Session"]
 
 
 @final
-class Session(metaclass=NoPublicConstructor):
+class Session(SessionReads, metaclass=NoPublicConstructor):
     """The MCP servers of one conversation (R-HOST-1).
 
     Create one with :meth:`Host.create_session <wave_actors.Host.create_session>`
@@ -139,19 +132,8 @@ class Session(metaclass=NoPublicConstructor):
             )
         return snapshot
 
-    def servers(self) -> list[ServerStatus]:
-        """Every configured server's status, sorted by name (R-HOST-1)."""
-        return list(self.snapshot().servers)
-
-    def server(self, name: str) -> ServerStatus:
-        """One server's status.
-
-        :raises UnknownServer: no server of that name is configured.
-        """
-        try:
-            return self.snapshot().server(name)
-        except KeyError:
-            raise UnknownServer(self._unknown_server(name)) from None
+    def _dropped_schema_keywords(self) -> frozenset[str]:
+        return self._sources.parameters.options.dropped_schema_keywords
 
     async def watch(self) -> AsyncIterator[SessionSnapshot]:
         """Yield the current snapshot, then each newer one (R-HOST-2).
@@ -332,99 +314,9 @@ class Session(metaclass=NoPublicConstructor):
         try:
             return self._roster.actors[name]
         except KeyError:
-            raise UnknownServer(self._unknown_server(name)) from None
-
-    def _unknown_server(self, name: str) -> str:
-        known = ", ".join(sorted(self._roster.actors)) or "none"
-        return f"no server {name!r} in session {self.id}; configured: {known}"
+            raise UnknownServer(self._unknown_server(name, self.snapshot())) from None
 
     # Tools.
-
-    def tool_declarations(self, mode: LoadMode) -> tuple[ToolDeclaration, ...]:
-        """The tools to declare to the model in ``mode``, from live connections only (R-TOOL-3).
-
-        :param mode: :attr:`LoadMode.FULL` declares every live tool with its
-            sanitized schema (R-WS-2); :attr:`LoadMode.WORKING_SET` declares
-            exactly ``mcp_call`` and ``mcp_describe`` (R-WS-4), to go with the
-            section :meth:`working_set` renders, and nothing at all when the
-            session has no enabled server (R-WS-3).
-        """
-        snapshot = self.snapshot()
-        if LoadMode(mode) is LoadMode.WORKING_SET:
-            return gateway_declarations() if any(status.enabled for status in snapshot.servers) else ()
-        return full_declarations(snapshot.servers, self._sources.parameters.options.dropped_schema_keywords)
-
-    def working_set(self) -> WorkingSet:
-        """What the model is told about this session's servers in working-set mode (R-WS-3).
-
-        Frozen data from the current snapshot: enabled servers sorted by name,
-        their purpose, tool names (marked read-only where known), counts, and
-        why a server is unavailable. ``session.working_set().render()`` is the
-        prompt section, byte-identical for equal input; empty without servers.
-        """
-        return build_working_set(self.snapshot().servers)
-
-    def search_tools(self, query: str, *, limit: int | None = 10) -> tuple[ToolInfo, ...]:
-        """The session's callable tools that match ``query``, best first.
-
-        The match is simple and documented: query words against each tool's
-        name, its server's name and its description, scored in that order of
-        weight; ties by model-visible name. See :func:`wave_actors._tools.search.search_tools`.
-
-        :param query: words to look for.
-        :param limit: at most this many tools; ``None`` for all that match.
-        :raises ValueError: ``limit`` is negative.
-        """
-        return search_tools(self.snapshot().servers, query, limit)
-
-    def instruction_updates(
-        self,
-        history: Iterable[object],
-        *,
-        denied: Callable[[str], bool] | Iterable[str] = (),
-        wording: InstructionWording = DEFAULT_WORDING,
-    ) -> list[InstructionMessage]:
-        """The server-instruction messages to append before the next model call, for the current snapshot (R-INS-2).
-
-        :func:`wave_actors.instruction_updates` over :meth:`snapshot`: the
-        markers in ``history`` are the only memory of what was announced
-        (R-INS-3); the system prompt is never involved (R-INS-5).
-
-        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
-            and in it only a marker the library made (R-INS-6): a tool result's ``_meta`` never counts.
-        :param denied: the host's permission rules on model-visible tool names,
-            a predicate or :mod:`fnmatch` patterns (R-INS-4).
-        :param wording: the message templates.
-        """
-        return instruction_updates(history, self.snapshot(), denied=denied, wording=wording)
-
-    def failure_notices(
-        self, history: Iterable[object], *, wording: FailureWording = DEFAULT_FAILURE_WORDING
-    ) -> list[FailureNotice]:
-        """The notices of failed servers to append before the next model call, for the current snapshot (R-WS-8).
-
-        :func:`wave_actors.failure_notices` over :meth:`snapshot`: each server in
-        ``error`` is told once per failure, in both load modes, beside its
-        ``unavailable`` line in the working set; the markers in ``history`` are
-        the only memory of what was told, as for :meth:`instruction_updates`.
-
-        :param history: the conversation so far, oldest first; only each item's ``meta`` is read,
-            and in it only a marker the library made (R-INS-6).
-        :param wording: the notice's template.
-        """
-        return failure_notices(history, self.snapshot(), wording=wording)
-
-    def resolve_tool(self, name: str) -> tuple[str, str]:
-        """The ``(server, raw tool)`` a model-visible name maps to (R-TOOL-1).
-
-        :raises UnknownTool: no listed tool has that name.
-        """
-        snapshot = self.snapshot()
-        try:
-            tool = snapshot.tool(name)
-        except KeyError:
-            raise UnknownTool(f"no tool {name!r} in session {self.id}; {unknown_tool_hint(snapshot, name)}") from None
-        return tool.server, tool.tool
 
     async def call_tool(
         self,
@@ -503,7 +395,7 @@ class Session(metaclass=NoPublicConstructor):
                 arguments,
                 self.snapshot(),
                 functools.partial(self.call_tool, on_progress=on_progress, expected_fingerprint=expected_fingerprint),
-                self._sources.parameters.options.dropped_schema_keywords,
+                self._dropped_schema_keywords(),
                 mode=turn_mode,
             )
         if self.closed:

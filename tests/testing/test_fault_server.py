@@ -152,6 +152,17 @@ async def test_read_timeout_cancels_the_call_which_was_received_once(tmp_path: P
     assert f"request {calls[0]['id']} cancelled" in stderr_path.read_text()
 
 
+async def test_cancel_log_names_each_request_the_client_cancelled_by_its_call_log_id(tmp_path: Path) -> None:
+    calls, cancels = tmp_path / "calls.jsonl", tmp_path / "cancels.jsonl"
+    async with connected(fault_server_entry(call_log=calls, cancel_log=cancels)) as (session, _):
+        with pytest.raises(MCPError):
+            await session.call_tool("sleep", {"seconds": 30}, read_timeout_seconds=0.3)
+        await session.call_tool("echo", {"text": "not cancelled"})
+    sleep, echo = _call_log(calls)
+    assert [record["id"] for record in _call_log(cancels)] == [sleep["id"]] != [echo["id"]]
+    assert {record["pid"] for record in _call_log(cancels)} == {sleep["pid"]}
+
+
 async def test_list_changed_notification_reaches_the_message_handler() -> None:
     changed = trio.Event()
 

@@ -144,6 +144,7 @@ def fault_server_entry(
     ping_flood: int | None = None,
     list_changed_every: float | None = None,
     call_log: str | os.PathLike[str] | None = None,
+    cancel_log: str | os.PathLike[str] | None = None,
     exit_on_eof: bool = True,
     pid_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, object]:
@@ -209,6 +210,9 @@ def fault_server_entry(
         every so many seconds.
     :param call_log: append one JSON line ``{"id", "tool", "pid", "time"}`` per
         ``tools/call`` *received*, written immediately.
+    :param cancel_log: append one JSON line ``{"id", "pid", "time"}`` per
+        ``notifications/cancelled`` *received*, written immediately: the id is
+        the cancelled request's, as ``call_log`` records it (R-TOOL-4).
     :param exit_on_eof: ``False`` keeps the server running after stdin closes, until killed.
     :param pid_file: write the server's pid here (atomically) at start.
     :returns: ``{"type": "stdio", "command": sys.executable, "args": [...]}``.
@@ -231,6 +235,7 @@ def fault_server_entry(
         "ping_flood": ping_flood,
         "list_changed_every": list_changed_every,
         "call_log": call_log,
+        "cancel_log": cancel_log,
         "pid_file": pid_file,
         "escaping_grandchild": escaping_grandchild,
     }

@@ -53,6 +53,9 @@ Process behaviour worth knowing:
 * ``--crash-after-calls N`` exits with code 3 on *receiving* the N-th
   ``tools/call``, before answering it: calls 1..N-1 are answered, call N is
   logged by ``--call-log`` and then lost with the process.
+* ``--cancel-log PATH`` appends one JSON line ``{"id", "pid", "time"}`` per
+  ``notifications/cancelled`` received, written immediately: the request id
+  the client gave up on, as ``--call-log`` names it.
 * Grandchildren (``--grandchild``, ``--setsid-grandchild``) are long-lived
   Python processes blocked in ``signal.pause()``. They ignore SIGHUP and do
   not watch their parent, so they outlive the server; SIGTERM and SIGKILL
@@ -222,6 +225,7 @@ def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--huge-response", type=int, default=None, metavar="BYTES")
     parser.add_argument("--list-changed-every", type=float, default=None, metavar="SECONDS")
     parser.add_argument("--call-log", default=None, metavar="PATH")
+    parser.add_argument("--cancel-log", default=None, metavar="PATH")
     parser.add_argument("--exit-on-eof", dest="exit_on_eof", action="store_true", default=True)
     parser.add_argument("--ignore-eof", dest="exit_on_eof", action="store_false")
     parser.add_argument("--pid-file", default=None, metavar="PATH")
@@ -350,6 +354,9 @@ class FaultServer:
         self.call_log_fd: int | None = None
         if options.call_log:
             self.call_log_fd = os.open(options.call_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.cancel_log_fd: int | None = None
+        if options.cancel_log:
+            self.cancel_log_fd = os.open(options.cancel_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     # ----- output -----
 
@@ -448,6 +455,9 @@ class FaultServer:
         notification = _as_object(params)
         if method == "notifications/cancelled" and notification is not None:
             key = self._key(notification.get("requestId"))
+            if self.cancel_log_fd is not None:
+                record = {"id": notification.get("requestId"), "pid": os.getpid(), "time": time.time()}
+                os.write(self.cancel_log_fd, json.dumps(record).encode() + b"\n")
             with self.in_flight_lock:
                 cancelled = self.in_flight.get(key)
             if cancelled is not None:

@@ -1,0 +1,439 @@
+"""A trio run in a thread of its own, serving one asyncio loop, and every hand-off between them (R-AIO-1, R-AIO-2).
+
+:meth:`TrioRuntime.open` starts a thread running ``trio.run``; in it, a
+*holder* (``Host.open(...)`` or ``open_session(...)``, the trio ones) is
+entered and held until the asyncio side lets go. Everything the asyncio side
+asks is an *operation*: a trio task in the runtime's nursery, started through
+the trio token, whose outcome comes back by ``loop.call_soon_threadsafe``.
+Operations take their first step in the order they were asked for: one
+dispatcher starts them one after the other, each with ``nursery.start``, so a
+``connect`` asked before a ``disconnect`` reaches its server first, as two
+trio tasks calling them in turn would (trio runs the tasks of one batch in
+any order; R-RACE-3).
+Why a thread and not trio's guest mode is said, with the figures, in
+:mod:`wave_actors.asyncio`.
+
+Cancellation both ways. An asyncio task cancelled while it awaits an
+operation cancels that operation's trio cancel scope, then waits until the
+operation has ended, then raises :class:`asyncio.CancelledError`: what the
+trio side does with a cancellation (a call sends ``notifications/cancelled``;
+a destroy, shielded, first reclaims every process) is done before the caller
+sees it. A trio-side failure reaches the caller as the very exception object,
+its trio frames in its traceback. The other way, a trio task waiting for an
+asyncio coroutine (:meth:`TrioRuntime.run_in_loop`, for ``before_destroy``
+hooks) cancels the asyncio task when it is cancelled itself.
+
+Endings. Letting go of the holder (leaving the ``async with``) is waited for
+whatever cancellations arrive meanwhile. A loop that goes away without
+letting go -- closed, or its thread gone, or the interpreter shutting down
+(its main thread ended) -- is noticed by the trio side within
+:data:`LOOP_POLL` seconds and the holder is left then, so every process is
+reclaimed anyway. The thread is not a daemon: an interpreter that exits
+waits for that reclamation. Entering the holder is never cut short: letting
+go while it opens (a task cancelled as its host opens) takes effect once it
+is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final, Generic, TypeVar
+
+import outcome
+import trio
+
+from wave_actors._errors import WaveActorsError
+
+__all__ = ["LOOP_POLL", "RuntimeClosed", "TrioRuntime"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+LOOP_POLL: Final = 0.1
+"""Seconds between two looks, from the trio side, at whether the asyncio loop is still there."""
+
+
+class RuntimeClosed(WaveActorsError):
+    """The runtime's holder was let go (its host or session is closed): nothing more runs there."""
+
+
+class TrioRuntime:
+    """One trio run in a thread of its own, holding one trio host or session for one asyncio loop.
+
+    Build it with :meth:`open`. Methods say which thread may call them.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self._loop = loop
+        self._loop_thread = threading.current_thread()
+        self._name = name
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._operations: trio.Nursery | None = None
+        self._held = trio.CancelScope()
+        self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not started yet
+        self._dispatch = trio.lowlevel.ParkingLot()
+        self._release_requested = False  # asyncio thread, read by the trio thread
+        self._letting_go = False  # trio thread
+        self._entered = False  # trio thread
+        self._accepting = False
+        self._finished: asyncio.Future[None] = loop.create_future()
+
+    @property
+    def name(self) -> str:
+        """What the runtime serves, as its thread is named (``wave-actors host``)."""
+        return self._name
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], *, name: str
+    ) -> AsyncGenerator[tuple[TrioRuntime, _T], None]:
+        """Start the thread, enter ``hold(runtime)`` there, and yield the runtime with what the holder yielded.
+
+        Asyncio thread. Leaving the block lets go of the holder and returns
+        once the trio run has ended (every process the holder started is
+        gone); a cancellation meanwhile is raised after that.
+
+        :param hold: called in the trio thread; its context manager is entered and exited there.
+        :param name: the thread's name.
+        :raises Exception: whatever entering or leaving the holder raised, as it was raised.
+        """
+        loop = asyncio.get_running_loop()
+        runtime = cls(loop, name)
+        entered: asyncio.Future[_T] = loop.create_future()
+        thread = threading.Thread(target=runtime._run, args=(hold, entered), name=name)
+        thread.start()
+        try:
+            value = await entered
+            yield runtime, value
+        finally:
+            await runtime.release()
+
+    async def release(self) -> None:
+        """Let go of the holder, and return once the trio run has ended. Idempotent.
+
+        Asyncio thread. Cancelling the caller does not stop the wait: the
+        cancellation is raised once the run has ended.
+
+        :raises Exception: what the trio run ended with (leaving the holder failed).
+        """
+        self._release_requested = True  # read by the trio side if it has not entered the holder yet
+        self.request(self._let_go)
+        await _wait_out(self._finished)
+        self._finished.result()
+
+    async def finished(self) -> None:
+        """Return once the trio run has ended, whoever ended it. Asyncio thread; a cancellation waits for it too."""
+        await _wait_out(self._finished)
+
+    # asyncio -> trio
+
+    def request(self, callback: Callable[[], object]) -> bool:
+        """Run ``callback()`` soon in the trio thread; ``False`` if the run is over (or not started). Any thread."""
+        token = self._token
+        if token is None:
+            return False
+        try:
+            token.run_sync_soon(callback)
+        except trio.RunFinishedError:
+            return False
+        return True
+
+    async def run(self, function: Callable[[], Awaitable[_R]], then: Callable[[_R], _T] | None = None) -> _T:
+        """Run ``function()`` as a trio task of the runtime and return (or raise) its outcome.
+
+        Asyncio thread. Cancelling the caller cancels the trio task, waits
+        until it has ended, and raises :class:`asyncio.CancelledError`.
+
+        :param function: called in the trio thread.
+        :param then: called in the asyncio thread with a successful result as
+            soon as it arrives, even if the caller was cancelled meanwhile;
+            its return value is what the caller gets. What must not be lost
+            with a cancelled caller (the face of a session just created) is
+            made here.
+        :raises RuntimeClosed: the runtime has ended (the host or session is closed).
+        """
+        call: _Call[_R, _T] = _Call(self, function, then, self._loop.create_future())
+        if not self.request(lambda: self._start(call)):
+            raise RuntimeClosed(f"{self._name} is closed")
+        return await call.result()
+
+    def call_sync(self, function: Callable[[], _R]) -> _R:
+        """Run ``function()`` in the trio thread and wait for it, blocking this thread: for quick reads only.
+
+        Asyncio thread (never the trio thread).
+
+        :raises RuntimeClosed: the runtime has ended.
+        """
+        token = self._token
+        try:
+            if token is None:
+                raise trio.RunFinishedError
+            return trio.from_thread.run_sync(function, trio_token=token)
+        except trio.RunFinishedError:
+            raise RuntimeClosed(f"{self._name} is closed") from None
+
+    def relay(self, callback: Callable[..., object]) -> Callable[..., None]:
+        """A callable for the trio side that calls ``callback`` in the asyncio thread, in order, in the caller's context.
+
+        Asyncio thread (to make it; it captures the calling task's context
+        variables). An exception ``callback`` raises goes to the loop's
+        exception handler, as for any callback.
+        """
+        context = contextvars.copy_context()
+        loop = self._loop
+
+        def relayed(*args: object) -> None:
+            loop.call_soon_threadsafe(callback, *args, context=context)
+
+        return relayed
+
+    # trio -> asyncio
+
+    def post(self, callback: Callable[..., object], *args: object) -> bool:
+        """Run ``callback(*args)`` soon in the asyncio thread; ``False`` if the loop is closed. Trio thread.
+
+        A closed loop is a loop gone: the holder is let go at once.
+        """
+        try:
+            self._loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # the loop is closed
+            self._let_go()
+            return False
+        return True
+
+    def start_soon(self, function: Callable[[], Awaitable[object]], *, name: str) -> None:
+        """Start ``function()`` as a task of the runtime, ended (cancelled) when the holder is let go. Trio thread."""
+        if self._operations is not None:
+            self._operations.start_soon(function, name=name)
+
+    async def run_in_loop(self, function: Callable[[], Awaitable[_R]]) -> _R:
+        """Run ``function()`` as an asyncio task and return (or raise) its outcome. Trio thread.
+
+        Cancelled, it cancels the asyncio task and returns without waiting
+        for it (an asyncio coroutine may ignore its cancellation).
+
+        :raises WaveActorsError: the loop is closed, or the asyncio task was cancelled.
+        """
+        done = trio.Event()
+        settled: list[outcome.Outcome[_R]] = []
+        started: list[asyncio.Future[_R]] = []
+        token = trio.lowlevel.current_trio_token()
+
+        def settle(result: outcome.Outcome[_R]) -> None:
+            settled.append(result)
+            done.set()
+
+        def finished(task: asyncio.Future[_R]) -> None:
+            result = (
+                outcome.Error(WaveActorsError(f"{self._name}: the asyncio task was cancelled"))
+                if task.cancelled()
+                else outcome.capture(task.result)
+            )
+            try:
+                token.run_sync_soon(settle, result)
+            except trio.RunFinishedError:
+                pass
+
+        def start() -> None:
+            if done.is_set():
+                return  # abandoned by a cancelled trio caller before it could start
+            task = asyncio.ensure_future(function())
+            started.append(task)
+            task.add_done_callback(finished)
+
+        if not self.post(start):
+            raise WaveActorsError(f"{self._name}: the asyncio loop is closed")
+        try:
+            await done.wait()
+        except BaseException:
+            done.set()
+            self.post(lambda: started and started[0].cancel())
+            raise
+        return settled[0].unwrap()
+
+    # The trio thread.
+
+    def _run(self, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], entered: asyncio.Future[_T]) -> None:
+        try:
+            trio.run(self._main, hold, entered)
+        except BaseException as error:
+            ended: outcome.Outcome[None] = outcome.Error(error)
+        else:
+            ended = outcome.Value(None)
+        try:
+            self._loop.call_soon_threadsafe(self._ended, ended, entered)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting
+
+    async def _main(
+        self, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], entered: asyncio.Future[_T]
+    ) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as operations:
+            self._operations = operations
+            operations.start_soon(self._watch_loop, name=f"{self._name}: watching its asyncio loop")
+            operations.start_soon(self._dispatcher, operations, name=f"{self._name}: starting operations in order")
+            self._accepting = True
+            held = await outcome.acapture(self._hold, hold, entered)
+            self._accepting = False
+            operations.cancel_scope.cancel()
+            while self._queued:  # asked for while the holder was being let go: never started
+                self.post(self._queued.popleft().deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
+        held.unwrap()  # out here, not in a nursery: raised as it was, never in an exception group
+
+    async def _hold(
+        self, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], entered: asyncio.Future[_T]
+    ) -> None:
+        with self._held:
+            async with hold(self) as value:
+                self._entered = True
+                self.post(_settle, entered, outcome.Value(value))
+                if self._release_requested or self._letting_go:
+                    self._held.cancel()
+                await trio.sleep_forever()
+
+    def _let_go(self) -> None:
+        """Trio thread: leave the holder now, or as soon as it is entered.
+
+        Entering is never interrupted: a trio host cancelled halfway through
+        its opening is not promised to unwind, and the opening is bounded.
+        """
+        self._letting_go = True
+        if self._entered:
+            self._held.cancel()
+
+    def _start(self, call: _Call[Any, Any]) -> None:
+        """Trio thread, from the token: start ``call`` as a task, or refuse it once the holder is being let go."""
+        if not self._accepting or self._operations is None:
+            self.post(call.deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
+            return
+        self._queued.append(call)
+        self._dispatch.unpark()
+
+    async def _dispatcher(self, operations: trio.Nursery) -> None:
+        """Start each queued operation once the one before it has taken its first step (its command is issued)."""
+        while True:
+            while self._queued:
+                call = self._queued.popleft()
+                await operations.start(call.invoke, name=call.name)
+            await self._dispatch.park()
+
+    async def _watch_loop(self) -> None:
+        while not self._loop_gone():
+            await trio.sleep(LOOP_POLL)
+        if not self._letting_go:
+            logger.warning("%s: its asyncio loop is gone with the block still open; closing it now", self._name)
+        self._let_go()
+
+    def _loop_gone(self) -> bool:
+        return self._loop.is_closed() or not self._loop_thread.is_alive() or not threading.main_thread().is_alive()
+
+    def _ended(self, ended: outcome.Outcome[None], entered: asyncio.Future[Any]) -> None:
+        """Asyncio thread: the trio run is over."""
+        if not entered.done():
+            failure = ended.error if isinstance(ended, outcome.Error) else None
+            entered.set_exception(failure or WaveActorsError(f"{self._name} closed before it opened"))
+        _settle(self._finished, ended)
+
+
+class _Call(Generic[_R, _T]):
+    """One operation: started in the trio thread, awaited in the asyncio thread."""
+
+    def __init__(
+        self,
+        runtime: TrioRuntime,
+        function: Callable[[], Awaitable[_R]],
+        then: Callable[[_R], _T] | None,
+        future: asyncio.Future[_T],
+    ) -> None:
+        self._runtime = runtime
+        self._function = function
+        self._then = then
+        self._future = future
+        self._scope: trio.CancelScope | None = None
+        self._cancelled = False  # trio thread
+        self._delivered = False  # asyncio thread
+        self._ended: asyncio.Future[None] | None = None  # asyncio thread, once the caller stopped waiting
+
+    @property
+    def name(self) -> object:
+        """What the trio task is named after: the function."""
+        return self._function
+
+    async def invoke(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Trio thread: run the function in a cancel scope of its own, and hand its outcome over.
+
+        Started as soon as it runs: the dispatcher resumes only after the
+        function's first step, so the next operation is issued after this one.
+        """
+        task_status.started()
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            if self._cancelled:
+                scope.cancel()
+            self._runtime.post(self.deliver, await outcome.acapture(self._function))
+
+    def cancel(self) -> None:
+        """Trio thread: the asyncio caller was cancelled."""
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def deliver(self, result: outcome.Outcome[_R]) -> None:
+        """Asyncio thread: the trio task has ended with ``result``."""
+        self._delivered = True
+        if isinstance(result, outcome.Error) and isinstance(result.error, trio.Cancelled):
+            # Not asked for by the caller (that path raises CancelledError): the runtime is closing under it.
+            result = outcome.Error(WaveActorsError(f"{self._runtime.name} closed while the operation ran"))
+        final: outcome.Outcome[_T] = (
+            outcome.capture(self._then, result.value)
+            if self._then is not None and isinstance(result, outcome.Value)
+            else result  # pyright: ignore[reportAssignmentType]  # without `then`, _T is _R
+        )
+        if not self._future.done():
+            _settle(self._future, final)
+        if self._ended is not None:
+            _settle(self._ended, outcome.Value(None))
+
+    async def result(self) -> _T:
+        """Asyncio thread: the outcome; a cancellation cancels the trio task and waits for its end first."""
+        try:
+            return await self._future
+        except asyncio.CancelledError:
+            if not self._delivered:
+                self._ended = asyncio.get_running_loop().create_future()
+                if self._runtime.request(self.cancel):
+                    await _wait_out(self._ended)
+            raise
+
+
+def _settle(future: asyncio.Future[_T], result: outcome.Outcome[_T]) -> None:
+    """Asyncio thread: resolve ``future`` with ``result``, unless it is done already."""
+    if future.done():
+        return
+    if isinstance(result, outcome.Value):
+        future.set_result(result.value)
+    else:
+        assert isinstance(result, outcome.Error)
+        future.set_exception(result.error)
+
+
+async def _wait_out(future: asyncio.Future[Any]) -> None:
+    """Wait until ``future`` is done, whatever cancellations arrive; raise the first of them afterwards."""
+    cancelled: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        raise cancelled
