@@ -163,11 +163,18 @@ async def open_orphan_guard(
             keeper: Watchdog | None = None
             reaping = False
             try:
-                if watchdog:
-                    keeper = Watchdog(registry)
-                    await nursery.start(keeper.keep)
-                if subreaper:
-                    reaping = await nursery.start(reap)
+                # Both tasks shield themselves, and trio leaves a task that says "started"
+                # inside an already cancelled start() where it is, waiting for it to end:
+                # a cancellation here would wait forever for a task only the finally below
+                # ends. So the starts are shielded (each a spawn or a prctl, bounded); a
+                # cancellation is seen at the next checkpoint, with both in the nursery.
+                with trio.CancelScope(shield=True):
+                    if watchdog:
+                        keeper = Watchdog(registry)
+                        await nursery.start(keeper.keep)
+                    if subreaper:
+                        reaping = await nursery.start(reap)
+                await trio.lowlevel.checkpoint_if_cancelled()
                 yield OrphanGuard(keeper, reaping, contained)
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_LIMIT):
