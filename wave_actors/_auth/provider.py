@@ -275,8 +275,13 @@ class ConnectionAuth(RedirectAwareAuth):
         self._machine = self._oauth.grant is OAuthGrant.CLIENT_CREDENTIALS
         self._storage = TokenStash()
         self._sdk = _sdk_provider(config, self._oauth, self._storage, client_name)
-        # The SDK provider never loads anything itself: the context is filled from the store here.
+        # The SDK provider never loads anything itself: the context is filled from the store here,
+        # and a machine client's own registration is the one its provider was built with.
         self._sdk._initialized = True  # pyright: ignore[reportPrivateUsage]
+        self._own_client: OAuthClientInformationFull | None = None
+        if isinstance(self._sdk, ClientCredentialsOAuthProvider | PrivateKeyJWTOAuthProvider):
+            self._own_client = self._sdk._fixed_client_info  # pyright: ignore[reportPrivateUsage]
+        self._sdk.context.client_info = self._own_client
         self._lock = trio.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._loaded = False
@@ -304,11 +309,21 @@ class ConnectionAuth(RedirectAwareAuth):
             self._elsewhere = found is not None
             self._stored = None
             context.clear_tokens()
-            if not self._machine:
-                context.client_info = None
+            context.client_info = self._own_client
             return
         self._stored = found[1]
         restore_context(self._sdk, found[1])
+        self._prefer_configured_client()
+
+    def _prefer_configured_client(self) -> None:
+        """The entry's own client (its secret as configured now) over the stored copy of it."""
+        context = self._sdk.context
+        if self._own_client is not None:
+            context.client_info = self._own_client
+            return
+        stored, oauth = context.client_info, self._oauth
+        if stored is not None and oauth.client_id is not None and stored.client_id == oauth.client_id:
+            context.client_info = stored.model_copy(update={"client_secret": oauth.client_secret})
 
     def _token(self) -> str | None:
         """The access token to send now: the context's, unless it has expired."""
