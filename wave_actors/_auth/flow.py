@@ -67,7 +67,7 @@ from wave_actors._config import ServerConfig, TransportType, redact_url
 from wave_actors._config.model import OAuthGrant, OAuthSettings
 from wave_actors._errors import LoginExpired, LoginFailed, WaveActorsError
 from wave_actors._status import ServerStatus
-from wave_actors._transport.redaction import redact_text
+from wave_actors._transport.redaction import install_log_redaction, redact_text
 
 __all__ = ["LOGIN_TIMEOUT", "open_login"]
 
@@ -161,6 +161,7 @@ async def open_login(
         client), the listener cannot listen, or the flow failed before the URL was known.
     :raises CredentialStoreError: the credential store cannot be used.
     """
+    install_log_redaction()  # before the SDK's first record: its HTTP client logs every URL (R-CFG-12)
     name = config.name
     if config.transport not in (TransportType.HTTP, TransportType.SSE) or config.url is None:
         raise LoginFailed(f"server {name!r} is not a remote (http or sse) server: it has no login")
@@ -218,16 +219,23 @@ class _Steps:
         self._on_stored = on_stored
 
     async def run(self, flow: LoginFlow, fixed: str | None, listen: bool, deadline: float) -> None:
-        with flow._cancel_scope:  # pyright: ignore[reportPrivateUsage]  # cancelled when the login ends
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_expire, flow, deadline)
-                try:
-                    uri = await self._listen_or_choose(nursery, flow, fixed, listen)
-                except LoginFailed as error:
-                    flow._finish(failure=error)  # pyright: ignore[reportPrivateUsage]
-                    return
-                flow._redirect_uri = uri  # pyright: ignore[reportPrivateUsage]
-                await self._drive(flow, uri)
+        try:
+            with flow._cancel_scope:  # pyright: ignore[reportPrivateUsage]  # cancelled when the login ends
+                await self._steps(flow, fixed, listen, deadline)
+        finally:
+            flow._finish(failure=LoginFailed(f"server {flow.server!r}: the login ended"))  # pyright: ignore[reportPrivateUsage]  # if nothing else did
+            flow._stopped.set()  # pyright: ignore[reportPrivateUsage]
+
+    async def _steps(self, flow: LoginFlow, fixed: str | None, listen: bool, deadline: float) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_expire, flow, deadline)
+            try:
+                uri = await self._listen_or_choose(nursery, flow, fixed, listen)
+            except LoginFailed as error:
+                flow._finish(failure=error)  # pyright: ignore[reportPrivateUsage]
+                return
+            flow._redirect_uri = uri  # pyright: ignore[reportPrivateUsage]
+            await self._drive(flow, uri)
 
     async def _listen_or_choose(self, nursery: trio.Nursery, flow: LoginFlow, fixed: str | None, listen: bool) -> str:
         """Start the listener for a loopback redirect URI (and return it with its port), or take the URI as it is."""

@@ -70,6 +70,7 @@ class LoginFlow(metaclass=NoPublicConstructor):
         self._answer: CallbackAnswer | None = None
         self._answered = trio.Event()
         self._finished = trio.Event()
+        self._stopped = trio.Event()  # its listener and exchange are gone
         self._failure: BaseException | None = None
         self._result: ServerStatus | None = None
         self._refused_callbacks = 0
@@ -97,7 +98,7 @@ class LoginFlow(metaclass=NoPublicConstructor):
     @property
     def listening(self) -> bool:
         """Whether a loopback listener of this process waits for the browser at :attr:`redirect_uri`."""
-        return self._listening and not self._finished.is_set()
+        return self._listening and not self._stopped.is_set()
 
     @property
     def deadline(self) -> float:
@@ -151,6 +152,7 @@ class LoginFlow(metaclass=NoPublicConstructor):
         :raises LoginSuperseded: a newer login or a logout of the server came after it started.
         """
         await self._finished.wait()
+        await self._stopped.wait()
         if self._failure is not None:
             raise self._failure
         return self._result

@@ -325,13 +325,13 @@ class ConnectionAuth(RedirectAwareAuth):
         if stored is not None and oauth.client_id is not None and stored.client_id == oauth.client_id:
             context.client_info = stored.model_copy(update={"client_secret": oauth.client_secret})
 
-    def _token(self) -> str | None:
-        """The access token to send now: the context's, unless it has expired."""
+    def _token(self, *, fresh: bool = False) -> str | None:
+        """The access token to send now: the context's, unless it has expired (one just refreshed is sent anyway)."""
         context = self._sdk.context
         tokens = context.current_tokens
         if tokens is None or not tokens.access_token:
             return None
-        if context.token_expiry_time is not None and time.time() >= context.token_expiry_time:
+        if not fresh and context.token_expiry_time is not None and time.time() >= context.token_expiry_time:
             return None
         return tokens.access_token
 
@@ -341,8 +341,11 @@ class ConnectionAuth(RedirectAwareAuth):
 
     # Refreshing.
 
-    async def _refreshed(self, response: httpx2.Response) -> None:
-        """Take a refresh's answer: commit the new tokens over the version they refreshed, or drop them."""
+    async def _refreshed(self, response: httpx2.Response) -> bool:
+        """Take a refresh's answer: commit the new tokens over the version they refreshed, or drop them.
+
+        :returns: whether the context holds the refreshed tokens.
+        """
         stored = self._stored
         assert stored is not None
         self._storage.saved = False
@@ -350,14 +353,14 @@ class ConnectionAuth(RedirectAwareAuth):
         self._refused_refresh = not ok or not self._storage.saved
         if self._refused_refresh:
             logger.info("server %r: the authorization server refused to refresh the login", self._name)
-            return
+            return False
         committed = await self._credentials.commit_refresh(
             self._name, stored.version, stored_login(self._sdk, self._resource, base=stored)
         )
         if committed is not None:
             self._stored = committed
             self._stamp = self._credentials.record_stamp(self._name)
-            return
+            return True
         # A logout, a login or another process's refresh came first: theirs stands, these tokens are dropped.
         await self._load(force=True)
         if self._stored is None:
@@ -366,6 +369,7 @@ class ConnectionAuth(RedirectAwareAuth):
                 f"refreshed; log in again with login({self._name!r})",
                 server=self._name,
             )
+        return False
 
     # The flow.
 
@@ -374,10 +378,11 @@ class ConnectionAuth(RedirectAwareAuth):
         self._sdk.context.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         async with self._lock:
             await self._load()
+            fresh = False
             if self._refresh_due():
                 refresh = yield await self._sdk._refresh_token()  # pyright: ignore[reportPrivateUsage]
-                await self._refreshed(refresh)
-            sent = self._authorize(request)
+                fresh = await self._refreshed(refresh)
+            sent = self._authorize(request, fresh=fresh)
         response = yield request
         challenge = self._challenge(request, response)
         if challenge is None:
@@ -423,12 +428,13 @@ class ConnectionAuth(RedirectAwareAuth):
                 await self._load()
                 context = self._sdk.context
                 current = context.current_tokens
+                fresh = False
                 if current is not None and current.access_token == sent and context.can_refresh_token():
                     context.token_expiry_time = 0.0  # what the server says is final
                     if self._refresh_due():
                         refresh = yield await self._sdk._refresh_token()  # pyright: ignore[reportPrivateUsage]
-                        await self._refreshed(refresh)
-                retry = self._authorize(request)
+                        fresh = await self._refreshed(refresh)
+                retry = self._authorize(request, fresh=fresh)
             if retry is not None and retry != sent:
                 response = yield request
                 challenge = self._challenge(request, response)
@@ -436,8 +442,8 @@ class ConnectionAuth(RedirectAwareAuth):
                     return
         raise await self._refusal(challenge)
 
-    def _authorize(self, request: httpx2.Request) -> str | None:
-        token = self._token()
+    def _authorize(self, request: httpx2.Request, *, fresh: bool = False) -> str | None:
+        token = self._token(fresh=fresh)
         if token is not None and (self._stored is not None or self._machine):
             request.headers["Authorization"] = f"Bearer {token}"
             return token
