@@ -139,22 +139,28 @@ async def test_a_login_expires_after_ten_minutes_and_closes_its_listener(
     servers: OAuthServers, tmp_path: Path, home: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     # R-AUTH-2: ten minutes on trio's clock; the listener closes, a late callback is refused.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
-        async with session.login("docs") as login:
-            assert login.deadline == pytest.approx(trio.current_time() + 600.0, abs=1.0)
-            callback = await approve(login.authorization_url)
-            mock_clock.jump(599.0)
-            await trio.testing.wait_all_tasks_blocked()
-            assert not login.finished and login.listening
-            mock_clock.jump(2.0)
-            with pytest.raises(LoginExpired, match="in time"):
-                await login.wait()
-            assert not login.listening
-            assert refused(login.redirect_uri)
-            with pytest.raises(LoginExpired):
-                await login.complete(callback)
+    async with (
+        open_session(
+            workdir=tmp_path,
+            home=home,
+            credentials="file",
+            mcp_servers={"docs": entry(servers)},
+            options=session_options(),
+        ) as session,
+        session.login("docs") as login,
+    ):
+        assert login.deadline == pytest.approx(trio.current_time() + 600.0, abs=1.0)
+        callback = await approve(login.authorization_url)
+        mock_clock.jump(599.0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not login.finished and login.listening
+        mock_clock.jump(2.0)
+        with pytest.raises(LoginExpired, match="in time"):
+            await login.wait()
+        assert not login.listening
+        assert refused(login.redirect_uri)
+        with pytest.raises(LoginExpired):
+            await login.complete(callback)
     assert (await servers.state())["counts"]["exchanges"] == 0
 
 
