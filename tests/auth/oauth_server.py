@@ -24,15 +24,23 @@ headers, so a test can see that no configured resource header ever reached it.
 Control (on the authorization server's origin):
 
 - ``GET /control/state``: counters and what was seen;
-- ``POST /control/settings``: ``{"expires_in": int`` (what a token answer says; the
-  resource accepts every token for an hour, until revoked), "fail_exchange": bool,
-  "hold_refresh": bool, "scope": str|null, "step_up_scope": str|null,
-  "next_tokens": [str, ...], "rotate_refresh": bool, "deny": bool,
-  "redirect_away": bool, "refuse_always": bool}`` (``refuse_always``: a
-  ``tools/call`` is refused for ``step_up_scope`` even when the token has
-  it; ``redirect_away``: the resource answers every
-  request with a 307 to the authorization server's origin, which records
-  what the request carried);
+- ``POST /control/settings``: any of
+
+  - ``expires_in`` (int): what a token answer says (the resource accepts
+    every token for an hour, until revoked);
+  - ``fail_exchange``, ``deny`` (bool): refuse the code exchange; answer the
+    authorization with ``error=access_denied``;
+  - ``hold_refresh`` (bool): hold every refresh until ``/control/release``;
+  - ``rotate_refresh`` (bool): a refresh gives a new refresh token;
+  - ``scope`` (str): the scope a ``401`` asks for;
+  - ``step_up_scope`` (str): the scope a ``tools/call`` needs, refused
+    ``403 insufficient_scope`` without it; ``refuse_always`` (bool): refused
+    even with it;
+  - ``next_tokens`` (list of str): the access and refresh tokens to issue
+    next, in order;
+  - ``redirect_away`` (bool): the resource answers every request with a 307
+    to the authorization server's origin, which records what it carried;
+
 - ``GET /control/held``: answers once a refresh is held (with ``hold_refresh``);
 - ``POST /control/release``: lets the held refreshes answer;
 - ``POST /control/revoke``: every access token issued so far is refused from now on;
@@ -91,12 +99,12 @@ class World:
         self.release = asyncio.Event()
         self.resources: list[str | None] = []
 
-    def token(self) -> str:
+    def token(self, prefix: str) -> str:
         queued: list[str] = self.settings["next_tokens"]
-        return queued.pop(0) if queued else "at-" + secrets.token_urlsafe(16)
+        return queued.pop(0) if queued else prefix + secrets.token_urlsafe(16)
 
     def issue(self, client_id: str, scope: str | None, *, refresh: bool = True) -> dict[str, Any]:
-        access = self.token()
+        access = self.token("at-")
         expires_in = int(self.settings["expires_in"])
         # The resource keeps a token valid for an hour whatever the client is told, so that a client told
         # "expired" (expires_in 0) is seen refreshing it, not refused.
@@ -105,7 +113,7 @@ class World:
         if scope:
             answer["scope"] = scope
         if refresh:
-            refresh_token = "rt-" + secrets.token_urlsafe(16)
+            refresh_token = self.token("rt-")
             self.refresh[refresh_token] = {"client": client_id, "scope": scope}
             answer["refresh_token"] = refresh_token
         return answer
