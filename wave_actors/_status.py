@@ -61,7 +61,7 @@ class Unavailable(enum.Enum):
     CONNECTING = "connecting"
     RECONNECTING = "reconnecting"
     FAILED = "failed"
-    NEEDS_LOGIN = "needs login"
+    NEEDS_LOGIN = "waiting for a login"
     """The server asks for an OAuth login (R-AUTH-2)."""
     DISABLED = "disabled"
     DISCONNECTED = "disconnected"

@@ -65,6 +65,8 @@ async def test_a_server_that_asks_for_a_login_needs_one_and_connects_after_it_th
                 await session.connect("docs")
             assert raised.value.server == "docs"
             assert session.server("docs").state is ServerState.NEEDS_LOGIN
+            assert "unavailable: waiting for a login" in session.working_set().render()
+            assert (await session.login_status("docs")).display.startswith("needs login: the server asks")
             async with session.login("docs") as login:
                 assert login.listening and login.redirect_uri.startswith("http://127.0.0.1:")
                 callback = await approve(login.authorization_url)

@@ -20,7 +20,7 @@ PLACEHOLDER = "https://mcp.tracker.example/mcp"
 
 # The user at a browser: follows the authorization server's redirect back to the login's listener, as
 # `webbrowser.open` does, in a thread of its own (the example's event loop runs the listener).
-BROWSER = '''
+BROWSER = """
 import threading
 
 import httpx2
@@ -33,7 +33,7 @@ def open(url, new=0, autoraise=True):
 
     threading.Thread(target=visit, daemon=True).start()
     return True
-'''
+"""
 
 
 def blocks(language: str) -> list[str]:
