@@ -9,11 +9,11 @@ is searched for them.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import logging
 import string
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -31,7 +31,6 @@ from wave_actors import (
     open_session,
 )
 from wave_actors._auth.records import LoginRecord, StoredLogin, StoredTokens
-from wave_actors._cli import main as cli_main
 
 # Token-like text that no other text of a run contains by chance.
 TOKENS = st.text(alphabet=string.ascii_letters + string.digits + "-._~", min_size=10, max_size=40).map(
@@ -51,10 +50,11 @@ def assert_hidden(secrets: list[str], texts: list[str]) -> None:
 
 
 def cli_output(*args: str) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        cli_main(list(args))
-    return out.getvalue() + err.getvalue()
+    done = subprocess.run(
+        [sys.executable, "-m", "wave_actors", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
