@@ -38,8 +38,12 @@ Control (on the authorization server's origin):
     even with it;
   - ``next_tokens`` (list of str): the access and refresh tokens to issue
     next, in order;
-  - ``redirect_away`` (bool): the resource answers every request with a 307
-    to the authorization server's origin, which records what it carried;
+  - ``redirect_away`` (``false``, ``"port"``, ``"host"`` or ``"scheme"``):
+    the resource answers every request with a 307 to another origin: the
+    authorization server's (another port), ``localhost`` on the resource's
+    own port (another host name of the same server), or ``https`` on it
+    (another scheme). ``/capture/mcp`` on either server records what a
+    request there carried;
 
 - ``GET /control/held``: answers once a refresh is held (with ``hold_refresh``);
 - ``POST /control/release``: lets the held refreshes answer;
@@ -323,8 +327,14 @@ class Protected:
             }
             await _send_json(send, 200, body)
             return
+        if path == "/capture/mcp":
+            WORLD.moved_requests.append(
+                {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+            )
+            await _send_json(send, 404, {"error": "you should not be here"})
+            return
         if WORLD.settings["redirect_away"]:
-            location = f"{WORLD.issuer}/capture/mcp"
+            location = _elsewhere(WORLD.settings["redirect_away"])
             await send({"type": "http.response.start", "status": 307, "headers": [(b"location", location.encode())]})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -355,6 +365,16 @@ class Protected:
         if error:
             challenge += f', error="{error}"'
         await _send_json(send, status, {"error": error or "invalid_token"}, [(b"www-authenticate", challenge.encode())])
+
+
+def _elsewhere(origin: str) -> str:
+    """The capture URL on another origin than the resource's: another port, host name or scheme."""
+    port = WORLD.resource_base.rsplit(":", 1)[1]
+    return {
+        "port": f"{WORLD.issuer}/capture/mcp",
+        "host": f"http://localhost:{port}/capture/mcp",
+        "scheme": f"https://127.0.0.1:{port}/capture/mcp",
+    }[origin]
 
 
 async def _peeked(receive: Any) -> Any:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx2
 import pytest
 import trio
 from auth_support import OAuthServers, log_in, oauth_servers, session_options
@@ -32,11 +34,13 @@ async def test_the_entrys_headers_never_reach_the_authorization_server_on_anothe
         assert "x-api-key" not in headers and RESOURCE_SECRET not in str(headers)
 
 
+@pytest.mark.parametrize("elsewhere", ["port", "host", "scheme"])
 @pytest.mark.parametrize("carried", ["a token", "the entry's headers"])
 async def test_a_request_is_never_redirected_to_another_origin(
-    servers: OAuthServers, tmp_path: Path, home: Path, carried: str
+    servers: OAuthServers, tmp_path: Path, home: Path, carried: str, elsewhere: str
 ) -> None:
-    # R-AUTH-4: the resource answers 307 to the authorization server's origin; the request is not sent there.
+    # R-AUTH-4: the resource answers 307 to another port (the authorization server), another host name
+    # of the same server (localhost), or https on the same port; the request is not sent there.
     entry: dict[str, object] = {"url": servers.url}
     if carried == "the entry's headers":
         entry["headers"] = {"Authorization": f"Bearer {RESOURCE_SECRET}"}  # its own credentials: no OAuth
@@ -46,14 +50,23 @@ async def test_a_request_is_never_redirected_to_another_origin(
         with trio.fail_after(30):
             if carried == "a token":
                 await log_in(session, "docs")
-                await servers.settings(redirect_away=True)
+                await servers.settings(redirect_away=elsewhere)
                 with pytest.raises((ServerUnavailable, ToolCallError), match="not followed"):
                     await session.call_tool("mcp__docs__echo", {"text": "x"})
             else:
-                await servers.settings(redirect_away=True)
+                await servers.settings(redirect_away=elsewhere)
                 with pytest.raises(DialError, match="not followed"):
                     await session.connect("docs")
     assert (await servers.state())["moved_requests"] == []
+    if elsewhere != "scheme":  # the trap works: a request that does go there is recorded, with what it carried
+        async with httpx2.AsyncClient() as client:
+            await client.get(capture_url(servers, elsewhere), headers={"X-Probe": "followed"})
+        assert [moved.get("x-probe") for moved in (await servers.state())["moved_requests"]] == ["followed"]
+
+
+def capture_url(servers: OAuthServers, elsewhere: str) -> str:
+    port = urlsplit(servers.url).port
+    return f"{servers.issuer}/capture/mcp" if elsewhere == "port" else f"http://localhost:{port}/capture/mcp"
 
 
 async def test_an_entry_with_its_own_authorization_header_is_not_logged_in(
