@@ -115,6 +115,60 @@ async def test_a_pasted_code_completes_a_login_whose_redirect_uri_is_not_this_ma
             assert status is not None and status.state is ServerState.CONNECTED
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_the_listener_listens_at_the_entrys_own_redirect_uri_and_only_on_its_path(
+    servers: OAuthServers, tmp_path: Path, home: Path
+) -> None:
+    # R-AUTH-2: a fixed redirect_uri (a client registered with it, say): the listener takes that port and path.
+    fixed = f"http://localhost:{free_port()}/oauth/callback"
+    async with open_session(
+        workdir=tmp_path,
+        home=home,
+        credentials="file",
+        mcp_servers={"docs": entry(servers, redirect_uri=fixed)},
+        options=session_options(),
+    ) as session:
+        with trio.fail_after(30):
+            async with session.login("docs") as login:
+                assert (login.redirect_uri, login.listening) == (fixed, True)
+                assert dict(parse_qsl(urlsplit(login.authorization_url).query))["redirect_uri"] == fixed
+                callback = await approve(login.authorization_url)
+                assert callback.startswith(fixed + "?")
+                elsewhere = urlsplit(callback)._replace(path="/other").geturl()
+                assert (await visit(elsewhere)).status_code == 404  # not the callback: ignored
+                assert not login.finished and login.refused_callbacks == 0
+                assert (await visit(callback)).status_code == 200
+                status = await login.wait()
+            assert refused(fixed)
+            assert status is not None and status.state is ServerState.CONNECTED
+
+
+async def test_a_fixed_redirect_uri_whose_port_is_taken_fails_the_login_instead_of_moving(
+    servers: OAuthServers, tmp_path: Path, home: Path
+) -> None:
+    # R-AUTH-2: the authorization server knows only the fixed URI; another port would strand the browser.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        fixed = f"http://127.0.0.1:{taken.getsockname()[1]}/callback"
+        async with open_session(
+            workdir=tmp_path,
+            home=home,
+            credentials="file",
+            mcp_servers={"docs": entry(servers, redirect_uri=fixed)},
+            options=session_options(),
+        ) as session:
+            with trio.fail_after(30), pytest.raises(LoginFailed, match="cannot listen for the login's callback"):
+                async with session.login("docs"):
+                    pass
+    assert (await servers.state())["counts"]["authorizations"] == 0
+
+
 async def test_a_callback_of_another_state_is_refused_and_the_login_goes_on_waiting(
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:

@@ -10,9 +10,17 @@ from pathlib import Path
 
 import pytest
 import trio
-from auth_support import OAuthServers, log_in, session_options
+from auth_support import OAuthServers, approve, log_in, session_options
 
-from wave_actors import Credentials, CredentialStoreError, LoginRequired, LoginState, ServerState, open_session
+from wave_actors import (
+    Credentials,
+    CredentialStoreError,
+    LoginRequired,
+    LoginState,
+    LoginSuperseded,
+    ServerState,
+    open_session,
+)
 from wave_actors._auth.credentials import vault_of
 
 SECOND = Path(__file__).resolve().parent / "second_process.py"
@@ -101,3 +109,31 @@ async def test_a_logout_in_one_process_drops_a_refresh_racing_in_another(
     ) as session:
         with trio.fail_after(30), pytest.raises(LoginRequired):
             await session.connect("docs")
+
+
+async def test_a_logout_in_another_process_voids_a_login_in_progress_here(
+    servers: OAuthServers, tmp_path: Path, home: Path
+) -> None:
+    # R-AUTH-3: a logout (the command, another process) comes after this login started and before its
+    # code is exchanged: the login completes at the authorization server but is not saved.
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"url": servers.url}}}))
+    async with open_session(workdir=tmp_path, home=home, credentials="file", options=session_options()) as session:
+        with trio.fail_after(60):
+            await log_in(session, "docs")
+            stored = list(Credentials(home, "file").records_directory.glob("*.secret.json"))
+            async with session.login("docs", listen=False) as login:
+                callback = await approve(login.authorization_url)
+                logout = [sys.executable, "-m", "wave_actors", "logout", "docs", "--home", str(home)]
+                done = await trio.run_process(
+                    [*logout, "--workdir", str(tmp_path), "--credentials", "file"], capture_stdout=True, check=True
+                )
+                assert done.stdout.decode() == "logged out of docs\n"
+                await login.complete(callback)
+                with pytest.raises(LoginSuperseded, match="logout came after this login started"):
+                    await login.wait()
+            assert (await servers.state())["counts"]["exchanges"] == 2  # its code was exchanged, late
+            assert len(stored) == 1 and not stored[0].exists()
+            assert list(Credentials(home, "file").records_directory.glob("*.secret.json")) == []
+            assert (await session.login_status("docs")).state is not LoginState.LOGGED_IN
+            with pytest.raises(LoginRequired):
+                await session.reconnect("docs")
