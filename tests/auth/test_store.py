@@ -154,6 +154,36 @@ def test_a_login_status_comes_from_the_record_and_names_what_is_missing(tmp_path
     assert credentials.status_blocking("docs", None).state is LoginState.NONE  # a stdio server has no login
 
 
+@pytest.mark.parametrize(
+    ("url", "same"),
+    [
+        ("HTTPS://Tracker.Example/mcp", True),  # scheme and host are case-insensitive
+        ("https://tracker.example/mcp#top", True),  # a fragment never reaches the server
+        ("http://tracker.example/mcp", False),
+        ("https://tracker.example:8443/mcp", False),
+        ("https://other.example/mcp", False),
+        ("https://tracker.example/mcp/v2", False),
+        ("https://tracker.example/MCP", False),
+        ("https://tracker.example/mcp?tenant=2", False),
+    ],
+)
+def test_a_login_is_bound_to_the_url_it_was_made_for(tmp_path: Path, url: str, same: bool) -> None:
+    # R-AUTH-3: another scheme, host, port, path or query is another resource; the stored login stays.
+    credentials = Credentials(tmp_path, "file")
+    vault = vault_of(credentials)
+    vault.commit_login_blocking("docs", vault.begin_login_blocking("docs"), login())
+    status = credentials.status_blocking("docs", url)
+    if same:
+        assert status.state is LoginState.LOGGED_IN
+    else:
+        assert (status.state, status.reason) == (
+            LoginState.NEEDS_LOGIN,
+            "the login was made for another URL; log in again for this one",
+        )
+    stored = vault.read_blocking("docs")
+    assert stored is not None and stored[1].tokens.access_token == "token-a"
+
+
 def test_records_refuse_what_they_cannot_read() -> None:
     for text in ("not json", "[]", '{"format": 2}', '{"format": 1, "version": -1}', '{"format": 1, "present": 1}'):
         with pytest.raises(ValueError):
