@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,34 @@ def test_login_waits_for_the_browser_on_its_listener_then_servers_shows_the_logi
     document = json.loads(run("servers", "--json", *where(home, tmp_path)).stdout)
     [docs] = document["servers"]
     assert docs["login"]["state"] == "logged_in" and docs["login"]["refreshable"] is True
+
+
+# A browser as the BROWSER variable names one: it follows the authorization server's redirect to the listener.
+BROWSER = """
+import sys
+import urllib.request
+
+with urllib.request.urlopen(sys.argv[1], timeout=30) as page:
+    print(page.status, flush=True)
+"""
+
+
+def test_login_opens_the_browser_when_one_is_available(servers: OAuthServers, home: Path, tmp_path: Path) -> None:
+    configure(home, servers)
+    browser = tmp_path / "browser.py"
+    browser.write_text(BROWSER, encoding="utf-8")
+    done = subprocess.run(
+        cli("login", "docs", *where(home, tmp_path)),
+        env={**os.environ, "BROWSER": f"{sys.executable} {browser} %s"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Waiting for the browser to come back to http://127.0.0.1:" in done.stdout
+    assert "logged in to docs; the server is connected" in done.stdout
+    assert "200" in done.stdout  # the browser's own line: the listener answered it
 
 
 def test_login_manual_takes_the_pasted_url_and_logout_removes_the_login(
