@@ -59,6 +59,7 @@ from wave_actors._auth.provider import (
     TokenStash,
     client_metadata,
     configured_client,
+    flow_after_refusal,
     restore_context,
     stored_login,
 )
@@ -366,20 +367,14 @@ async def _run_sdk_flow(provider: OAuthClientProvider, url: str, challenge: Chal
     refusal_headers = {} if challenge.www_authenticate is None else {"WWW-Authenticate": challenge.www_authenticate}
     refusal = httpx2.Response(challenge.status, headers=refusal_headers, request=probe)
     async with httpx2.AsyncClient(timeout=http_timeout) as client:
-        steps = provider.async_auth_flow(probe)
+        steps = flow_after_refusal(provider.async_auth_flow(probe), probe, refusal)
         try:
             outgoing = await steps.__anext__()
-            answered = False
             while True:
-                if outgoing is probe:
-                    if answered:
-                        return  # the flow retries the request with its new token: the login is done
-                    answered, response = True, refusal
-                else:
-                    response = await client.send(outgoing)
-                    await response.aread()
+                response = await client.send(outgoing)
+                await response.aread()
                 outgoing = await steps.asend(response)
         except StopAsyncIteration:
-            return
+            return  # the flow would retry the request with its new token: the login is done
         finally:
             await steps.aclose()

@@ -68,7 +68,7 @@ from wave_actors._config.model import OAuthGrant, OAuthSettings
 from wave_actors._errors import DialError, LoginRequired, ToolCallError, WaveActorsError
 from wave_actors._transport.redaction import redact_text
 
-__all__ = ["ConnectionAuth", "TokenStash", "client_metadata", "restore_context", "stored_login"]
+__all__ = ["ConnectionAuth", "TokenStash", "client_metadata", "flow_after_refusal", "restore_context", "stored_login"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +195,39 @@ def stored_login(provider: OAuthClientProvider, resource: str, *, base: StoredLo
         if context.auth_server_url is not None
         else (None if base is None else base.authorization_server_url),
     )
+
+
+async def flow_after_refusal(
+    steps: AsyncGenerator[httpx2.Request, httpx2.Response], request: httpx2.Request, refusal: httpx2.Response
+) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    """The SDK's auth flow for ``request`` when the server's refusal of it is already known: the flow's own requests.
+
+    The SDK's flow sends ``request`` first and starts discovery from the
+    refusal; here that first send is answered with ``refusal`` (the answer
+    the server gave, maybe to another connection), and every other request
+    of the flow (discovery, registration, the token) is yielded for the
+    caller to send. It ends when the flow would send ``request`` again, with
+    its new token, or ends by itself.
+
+    :param steps: the SDK's flow for ``request`` (``async_auth_flow`` or ``_auth_flow``).
+    :param request: the request the flow authenticates.
+    :param refusal: the server's answer to it: its ``401`` or ``403``.
+    """
+    try:
+        outgoing = await steps.__anext__()
+        answered = False
+        while True:
+            if outgoing is request:
+                if answered:
+                    return  # the flow retries the request with its new token: it is done
+                answered, response = True, refusal
+            else:
+                response = yield outgoing
+            outgoing = await steps.asend(response)
+    except StopAsyncIteration:
+        return
+    finally:
+        await steps.aclose()
 
 
 def _signing_algorithm(private_key: str) -> str:
@@ -390,26 +423,19 @@ class ConnectionAuth(RedirectAwareAuth):
         if self._machine:
             # A machine client gets its token with the SDK's flow, started by this refusal; no person involved.
             self._storage.saved = False
-            outgoing_flow = self._sdk._auth_flow(request)  # pyright: ignore[reportPrivateUsage]
+            steps = flow_after_refusal(self._sdk._auth_flow(request), request, response)  # pyright: ignore[reportPrivateUsage]
             try:
-                outgoing = await outgoing_flow.__anext__()
-                answered = False
+                outgoing = await steps.__anext__()
                 while True:
-                    if outgoing is request:
-                        if answered:
-                            break  # the SDK retries with its new token: ours to send
-                        answered, reply = True, response
-                    else:
-                        reply = yield outgoing
-                    outgoing = await outgoing_flow.asend(reply)
+                    outgoing = await steps.asend((yield outgoing))
             except StopAsyncIteration:
-                pass
+                pass  # the SDK would retry with its new token: ours to send
             except (OAuthFlowError, ValidationError, httpx2.HTTPError) as error:
                 raise DialError(
                     f"server {self._name!r}: the client credentials were refused: {redact_text(str(error))}"
                 ) from None
             finally:
-                await outgoing_flow.aclose()
+                await steps.aclose()
             if self._storage.saved:
                 await self._commit_machine_tokens()
             if self._authorize(request) is None:
