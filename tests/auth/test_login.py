@@ -8,6 +8,7 @@ store in a scratch home (R-AUTH-1..4).
 from __future__ import annotations
 
 import socket
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -24,6 +25,7 @@ from wave_actors import (
     LoginState,
     LoginSuperseded,
     ServerState,
+    Session,
     ToolCallError,
     open_session,
 )
@@ -34,6 +36,19 @@ def entry(servers: OAuthServers, **oauth: object) -> dict[str, object]:
     if oauth:
         docs["oauth"] = dict(oauth)
     return docs
+
+
+def docs_session(
+    servers: OAuthServers, workdir: Path, home: Path, **oauth: object
+) -> AbstractAsyncContextManager[Session]:
+    """A session with the protected server as ``docs`` (its ``oauth`` object if any), its logins in files under ``home``."""
+    return open_session(
+        workdir=workdir,
+        home=home,
+        credentials="file",
+        mcp_servers={"docs": entry(servers, **oauth)},
+        options=session_options(),
+    )
 
 
 def refused(redirect_uri: str) -> bool:
@@ -57,9 +72,7 @@ async def test_a_server_that_asks_for_a_login_needs_one_and_connects_after_it_th
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: needs_login is a state; the login's loopback listener takes the callback; the server connects.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             with pytest.raises(LoginRequired, match="needs a login") as raised:
                 await session.connect("docs")
@@ -87,9 +100,7 @@ async def test_a_browser_host_completes_the_login_with_the_callback_url_it_was_g
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: no listener (the browser is elsewhere): the host pastes the URL the browser ended on.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             async with session.login("docs", listen=False) as login:
                 assert not login.listening
@@ -102,9 +113,7 @@ async def test_a_pasted_code_completes_a_login_whose_redirect_uri_is_not_this_ma
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: a non-local redirect URI (a browser host's page); the host passes the bare code back.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             async with session.login("docs", redirect_uri="https://host.example/oauth/callback") as login:
                 assert not login.listening and login.redirect_uri == "https://host.example/oauth/callback"
@@ -126,13 +135,7 @@ async def test_the_listener_listens_at_the_entrys_own_redirect_uri_and_only_on_i
 ) -> None:
     # R-AUTH-2: a fixed redirect_uri (a client registered with it, say): the listener takes that port and path.
     fixed = f"http://localhost:{free_port()}/oauth/callback"
-    async with open_session(
-        workdir=tmp_path,
-        home=home,
-        credentials="file",
-        mcp_servers={"docs": entry(servers, redirect_uri=fixed)},
-        options=session_options(),
-    ) as session:
+    async with docs_session(servers, tmp_path, home, redirect_uri=fixed) as session:
         with trio.fail_after(30):
             async with session.login("docs") as login:
                 assert (login.redirect_uri, login.listening) == (fixed, True)
@@ -156,13 +159,7 @@ async def test_a_fixed_redirect_uri_whose_port_is_taken_fails_the_login_instead_
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         fixed = f"http://127.0.0.1:{taken.getsockname()[1]}/callback"
-        async with open_session(
-            workdir=tmp_path,
-            home=home,
-            credentials="file",
-            mcp_servers={"docs": entry(servers, redirect_uri=fixed)},
-            options=session_options(),
-        ) as session:
+        async with docs_session(servers, tmp_path, home, redirect_uri=fixed) as session:
             with trio.fail_after(30), pytest.raises(LoginFailed, match="cannot listen for the login's callback"):
                 async with session.login("docs"):
                     pass
@@ -173,9 +170,7 @@ async def test_a_callback_of_another_state_is_refused_and_the_login_goes_on_wait
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: state checked, at the listener and in complete(); neither ends the login.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             async with session.login("docs") as login:
                 callback = await approve(login.authorization_url)
@@ -195,16 +190,7 @@ async def test_a_login_expires_after_ten_minutes_and_closes_its_listener(
     servers: OAuthServers, tmp_path: Path, home: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     # R-AUTH-2: ten minutes on trio's clock; the listener closes, a late callback is refused.
-    async with (
-        open_session(
-            workdir=tmp_path,
-            home=home,
-            credentials="file",
-            mcp_servers={"docs": entry(servers)},
-            options=session_options(),
-        ) as session,
-        session.login("docs") as login,
-    ):
+    async with docs_session(servers, tmp_path, home) as session, session.login("docs") as login:
         assert login.deadline == pytest.approx(trio.current_time() + 600.0, abs=1.0)
         callback = await approve(login.authorization_url)
         mock_clock.jump(599.0)
@@ -224,9 +210,7 @@ async def test_leaving_a_login_unfinished_cancels_it_and_closes_its_listener(
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: cancel closes the listener; nothing is stored.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             async with session.login("docs") as login:
                 callback = await approve(login.authorization_url)
@@ -243,9 +227,7 @@ async def test_the_newest_login_wins_over_an_older_one_completing_late(
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-2: two logins of one server; the first completes after the second started and is not saved.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             async with session.login("docs", listen=False) as older:
                 older_callback = await approve(older.authorization_url)
@@ -262,9 +244,7 @@ async def test_a_refused_browser_step_or_exchange_keeps_the_stored_login(
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-3: a failed login writes nothing; the server keeps working with the login it had.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")
             record = Credentials(home, "file").records_directory
@@ -295,17 +275,13 @@ async def test_expired_tokens_are_refreshed_without_a_second_login_also_by_a_new
     # R-AUTH-1: the access token expires at once; the connection refreshes it at the authorization
     # server's token endpoint (another origin, known from the stored login in a new session).
     await servers.settings(expires_in=0)
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             status = await log_in(session, "docs")
             assert status is not None and status.state is ServerState.CONNECTED
     refreshed = (await servers.state())["counts"]["refreshes"]
     assert refreshed >= 1
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await session.connect("docs")
             assert (await session.call_tool("mcp__docs__echo", {"text": "again"})).content[0].text == "again"  # type: ignore[union-attr]
@@ -317,9 +293,7 @@ async def test_a_token_the_server_no_longer_accepts_is_refreshed_once_and_the_re
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-1: a 401 to a token that looked valid: one refresh, then the same request with the new token.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")
             await servers.control("revoke")
@@ -330,9 +304,7 @@ async def test_a_token_the_server_no_longer_accepts_is_refreshed_once_and_the_re
 
 async def test_a_refused_refresh_asks_for_a_login(servers: OAuthServers, tmp_path: Path, home: Path) -> None:
     # R-AUTH-1: the authorization server no longer knows the refresh token: needs_login, saying why.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")
             await session.disconnect("docs")
@@ -350,9 +322,7 @@ async def test_a_changed_url_needs_a_login_again_and_the_new_login_replaces_the_
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-3: bound to the resource URL: another query is another resource.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")
             await session.reconfigure({"docs": {"url": servers.url + "?tenant=2"}})
@@ -373,13 +343,7 @@ async def test_a_call_that_needs_more_scope_asks_for_a_login_and_the_connection_
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-1, R-AUTH-2: a step-up (403 insufficient_scope) on a call; the login asks for the union of scopes.
-    async with open_session(
-        workdir=tmp_path,
-        home=home,
-        credentials="file",
-        mcp_servers={"docs": entry(servers, scopes=["mcp:read"])},
-        options=session_options(),
-    ) as session:
+    async with docs_session(servers, tmp_path, home, scopes=["mcp:read"]) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")
             await servers.settings(step_up_scope="mcp:write")
@@ -397,9 +361,7 @@ async def test_a_step_up_for_scope_the_login_already_grants_is_refused_not_asked
     servers: OAuthServers, tmp_path: Path, home: Path
 ) -> None:
     # R-AUTH-1: the retry limit: a server that keeps refusing a scope the login grants gets no new login.
-    async with open_session(
-        workdir=tmp_path, home=home, credentials="file", mcp_servers={"docs": entry(servers)}, options=session_options()
-    ) as session:
+    async with docs_session(servers, tmp_path, home) as session:
         with trio.fail_after(30):
             await log_in(session, "docs")  # granted: mcp:read mcp:write (the resource's scopes_supported)
             await servers.settings(step_up_scope="mcp:write", refuse_always=True)
