@@ -56,6 +56,9 @@ def test_a_server_that_needs_a_login_says_how_to_log_in(servers: OAuthServers, h
     done = run("tools", "docs", *where(home, tmp_path))
     assert done.returncode == 1
     assert "needs a login" in done.stderr and "run: wave-actors login docs" in done.stderr
+    listing = run("servers", *where(home, tmp_path))  # another process: it reads the record the refusal left
+    [row] = [line for line in listing.stdout.splitlines() if line.startswith("docs")]
+    assert "needs login: the server asks for an OAuth login" in row
 
 
 def test_login_waits_for_the_browser_on_its_listener_then_servers_shows_the_login(
