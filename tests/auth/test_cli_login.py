@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx2
+import psutil
 from auth_support import OAuthServers
 
 
@@ -106,6 +107,50 @@ def test_login_opens_the_browser_when_one_is_available(servers: OAuthServers, ho
     assert "Waiting for the browser to come back to http://127.0.0.1:" in done.stdout
     assert "logged in to docs; the server is connected" in done.stdout
     assert "200" in done.stdout  # the browser's own line: the listener answered it
+
+
+# A browser that stays open after the page loaded, as a browser command started for the login can.
+STAYING_BROWSER = """
+import os
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+Path(sys.argv[2]).write_text(str(os.getpid()))
+with urllib.request.urlopen(sys.argv[1], timeout=30) as page:
+    pass
+threading.Event().wait()
+"""
+
+
+def test_login_does_not_wait_for_a_browser_that_stays_open(servers: OAuthServers, home: Path, tmp_path: Path) -> None:
+    configure(home, servers)
+    browser, pid_file = tmp_path / "browser.py", tmp_path / "browser.pid"
+    browser.write_text(STAYING_BROWSER, encoding="utf-8")
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    command: subprocess.Popen[bytes] | None = None
+    try:
+        # Files, not pipes: the browser keeps what it inherited open, and only the command's exit counts.
+        with out.open("w") as stdout, err.open("w") as stderr:
+            command = subprocess.Popen(
+                cli("login", "docs", *where(home, tmp_path)),
+                env={**os.environ, "BROWSER": f"{sys.executable} {browser} %s {pid_file}"},
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+            )
+            assert command.wait(timeout=45) == 0, err.read_text()
+        assert "logged in to docs; the server is connected" in out.read_text()
+        assert psutil.pid_exists(int(pid_file.read_text()))  # the browser is still open; the command ended
+    finally:
+        if command is not None and command.poll() is None:
+            command.kill()
+            command.wait(timeout=10)
+        if pid_file.exists() and psutil.pid_exists(int(pid_file.read_text())):
+            browser_process = psutil.Process(int(pid_file.read_text()))
+            browser_process.kill()
+            browser_process.wait(timeout=10)
 
 
 def test_login_manual_takes_the_pasted_url_and_logout_removes_the_login(

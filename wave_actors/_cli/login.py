@@ -18,6 +18,7 @@ or the credential store cannot be used; 2 an unknown or unusable server
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -95,16 +96,23 @@ async def login(arguments: argparse.Namespace, out: TextIO) -> int:
         except WaveActorsError:
             already = False  # the login says better what is wrong, if it is about the login
         try:
-            async with session.login(
-                name, listen=not manual, redirect_uri=cast(str | None, arguments.redirect_uri)
-            ) as flow:
+            async with (
+                session.login(name, listen=not manual, redirect_uri=cast(str | None, arguments.redirect_uri)) as flow,
+                trio.open_nursery() as browser,
+            ):
                 _announce(flow, out, already=already, as_json=cast(bool, arguments.json))
                 if not manual and not arguments.no_browser:
-                    await trio.to_thread.run_sync(_open_browser, flow.authorization_url)
+                    # A browser command may stay until its window closes: the login does not wait for it.
+                    browser.start_soon(
+                        functools.partial(trio.to_thread.run_sync, abandon_on_cancel=True),
+                        _open_browser,
+                        flow.authorization_url,
+                    )
                 if manual:
                     pasted = await trio.to_thread.run_sync(_read_pasted, flow.server)
                     await flow.complete(pasted)
                 status = await flow.wait()
+                browser.cancel_scope.cancel()
         except WaveActorsError as error:
             fail(error)
     state = status.state.value if status is not None else "stored"
