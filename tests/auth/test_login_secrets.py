@@ -57,6 +57,7 @@ def cli_output(*args: str) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.timeout(240)  # six whole logins, each with two runs of the command: a loaded machine takes minutes
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(TOKENS, min_size=8, max_size=8, unique=True))
 async def test_no_issued_token_is_ever_shown(
