@@ -2,12 +2,22 @@
 
 The suite starts a test server for a scenario, runs this command with the
 server's URL as the last argument and the scenario's name in
-``MCP_CONFORMANCE_SCENARIO``, then judges what the server saw. The driver does
-what a host does, through the public ``wave_actors`` API only: open a session
-with one remote entry, connect (``initialize`` and the first ``tools/list``),
-call the tools the scenario names, and leave the session, which closes the
-connection. With ``--transport sse`` or ``--transport http`` it also drives
-servers outside the suite (the runner uses it on server-everything).
+``MCP_CONFORMANCE_SCENARIO`` (and what the scenario gives the client, such as
+a registered client's id and secret, as JSON in ``MCP_CONFORMANCE_CONTEXT``),
+then judges what the server saw. The driver does what a host does, through
+the public ``wave_actors`` API only: open a session with one remote entry,
+connect (``initialize`` and the first ``tools/list``), call the tools the
+scenario names, and leave the session, which closes the connection. With
+``--transport sse`` or ``--transport http`` it also drives servers outside the
+suite (the runner uses it on server-everything).
+
+For the ``auth/*`` scenarios it is a host whose user logs in: when a connect
+or a call raises ``LoginRequired``, it starts ``session.login``, plays the
+browser (opens the authorization URL, which the suite's authorization server
+approves at once, and follows the redirect to the login's loopback
+listener), waits for the login, and tries again; at most three logins per
+run, so a server that keeps asking ends the run. Logins are kept in a file
+store in a scratch home.
 
 Exit codes: 0 every step held; 1 a step failed (the reason goes to stderr);
 2 bad arguments or an unknown scenario.
@@ -16,6 +26,7 @@ Exit codes: 0 every step held; 1 a step failed (the reason goes to stderr);
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -26,10 +37,18 @@ from typing import Any
 import attrs
 import trio
 
-from wave_actors import ServerState, Session, SessionOptions, WaveActorsError, open_session
+from wave_actors import LoginRequired, ServerState, Session, SessionOptions, WaveActorsError, open_session
 
 SERVER = "conformance"
 SCENARIO_VARIABLE = "MCP_CONFORMANCE_SCENARIO"
+CONTEXT_VARIABLE = "MCP_CONFORMANCE_CONTEXT"
+
+# The client metadata document URL the suite's authorization servers accept as a client id
+# (they never fetch it); used only by a server that says it takes such documents.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+# How many logins one run may start: a server that keeps refusing after that is refused for good.
+MAX_LOGINS = 3
 
 
 @attrs.frozen
@@ -61,6 +80,58 @@ SCENARIO_CALLS: dict[str, tuple[Call, ...]] = {
     "server-everything": (Call("echo", {"message": "conformance"}, expect="conformance"),),
 }
 
+# The OAuth scenarios: a login, then the suite's protected server's one tool. Their
+# authorization servers approve at once and check what the client sent.
+AUTH_SCENARIOS = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+)
+SCENARIO_CALLS.update({name: (Call("test-tool"),) for name in AUTH_SCENARIOS})
+
+
+def oauth_settings(scenario: str, context: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The entry's ``oauth`` object for a scenario: what its context gives a client, else a metadata document URL.
+
+    :param scenario: the scenario's name.
+    :param context: the suite's ``MCP_CONFORMANCE_CONTEXT`` (empty when it gives none).
+    """
+    if not scenario.startswith("auth/"):
+        return None
+    if scenario == "auth/client-credentials-basic":
+        return {
+            "grant_type": "client_credentials",
+            "client_id": context["client_id"],
+            "client_secret": context["client_secret"],
+        }
+    if scenario == "auth/client-credentials-jwt":
+        return {
+            "grant_type": "client_credentials",
+            "client_id": context["client_id"],
+            "private_key": context["private_key_pem"],
+        }
+    if "client_id" in context:
+        return {"client_id": context["client_id"], "client_secret": context["client_secret"]}
+    return {"client_metadata_url": CLIENT_METADATA_URL}
+
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m conformance.driver", description=(__doc__ or "").splitlines()[0])
@@ -77,6 +148,51 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class Logins:
+    """The user who logs in when the server asks: at most :data:`MAX_LOGINS` times in a run."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.started = 0
+
+    async def log_in(self, why: LoginRequired) -> None:
+        """Log in (the browser approves at once); raise ``why`` when the run's logins are spent."""
+        if self.started >= MAX_LOGINS:
+            raise why
+        self.started += 1
+        print(f"login {self.started}: {why}")
+        async with self._session.login(SERVER) as login:
+            await browse(login.authorization_url)
+            status = await login.wait()
+        print(f"logged in: {status.state.value if status is not None else 'stored'}")
+
+
+async def browse(url: str) -> None:
+    """Be the browser: open the authorization URL and follow its redirect to the login's loopback listener."""
+    import httpx2
+
+    async with httpx2.AsyncClient() as client:
+        approved = await client.get(url)
+        location = approved.headers.get("location")
+        if approved.status_code not in (301, 302, 303, 307, 308) or location is None:
+            raise WaveActorsError(f"the authorization server answered {approved.status_code}, not a redirect")
+        back = await client.get(location)
+        if back.status_code != 200:
+            raise WaveActorsError(f"the login's listener answered {back.status_code}: {back.text[:200]}")
+
+
+async def connect(session: Session, logins: Logins) -> Any:
+    """Connect the server, logging in whenever it asks."""
+    while True:
+        try:
+            return await session.connect(SERVER)
+        except LoginRequired as why:
+            await logins.log_in(why)
+            status = session.server(SERVER)
+            if status.state is ServerState.CONNECTED:
+                return status
+
+
 def result_text(result: Any) -> str:
     """The text parts of a ``CallToolResult``, joined."""
     return "\n".join(str(getattr(part, "text", "")) for part in result.content)
@@ -85,17 +201,26 @@ def result_text(result: Any) -> str:
 async def run_calls(session: Session, calls: Sequence[Call]) -> list[str]:
     """Connect, check the listing holds every tool the calls need, and make the calls in order.
 
+    A server that asks for a login (to connect, or for more scope on a call)
+    gets one, and the connect or the call is made again.
+
     :returns: one line per step that did not hold (empty: all held).
     """
     problems: list[str] = []
-    status = await session.connect(SERVER)
+    logins = Logins(session)
+    status = await connect(session, logins)
     print(f"connected: generation {status.generation}, {len(status.tools)} tools")
     names = {tool.tool: tool.name for tool in status.tools}
     for call in calls:
         if call.tool not in names:
             problems.append(f"tools/list has no {call.tool!r}; listed: {', '.join(sorted(names)) or 'none'}")
             continue
-        result = await session.call_tool(names[call.tool], dict(call.arguments))
+        while True:
+            try:
+                result = await session.call_tool(names[call.tool], dict(call.arguments))
+                break
+            except LoginRequired as why:  # a step-up: more scope for this call
+                await logins.log_in(why)
         text = result_text(result)
         print(f"called {call.tool}: is_error={result.is_error} {text[:200]!r}")
         if result.is_error:
@@ -107,14 +232,20 @@ async def run_calls(session: Session, calls: Sequence[Call]) -> list[str]:
     return problems
 
 
-async def drive(url: str, transport: str, calls: Sequence[Call], dial_timeout: float) -> list[str]:
+async def drive(
+    url: str, transport: str, calls: Sequence[Call], dial_timeout: float, oauth: Mapping[str, Any] | None = None
+) -> list[str]:
     """One session with one remote entry, in a scratch workdir and home so no configuration file is read."""
+    entry: dict[str, Any] = {"type": transport, "url": url}
+    if oauth is not None:
+        entry["oauth"] = dict(oauth)
     with tempfile.TemporaryDirectory(prefix="wave-conformance-") as scratch:
         async with open_session(
             workdir=Path(scratch),
             home=Path(scratch) / "home",
-            mcp_servers={SERVER: {"type": transport, "url": url}},
+            mcp_servers={SERVER: entry},
             options=SessionOptions(dial_timeout=dial_timeout),
+            credentials="file",
         ) as session:
             # Caught here, in the session's block: past it, the session's nursery wraps it in a group.
             try:
@@ -133,9 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"driver: unknown scenario {arguments.scenario!r}; known: {known}", file=sys.stderr)
         return 2
 
+    context: dict[str, Any] = json.loads(os.environ.get(CONTEXT_VARIABLE) or "{}")
+    oauth = oauth_settings(arguments.scenario, context)
+
     async def bounded() -> list[str]:
         with trio.fail_after(arguments.deadline):
-            return await drive(arguments.url, arguments.transport, calls, arguments.dial_timeout)
+            return await drive(arguments.url, arguments.transport, calls, arguments.dial_timeout, oauth)
 
     try:
         problems = trio.run(bounded)

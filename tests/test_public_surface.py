@@ -57,6 +57,25 @@ UNIT_TESTS_OF = {
     "tests/family": ("wave_actors._family",),
     "tests/watchdog": ("wave_actors._watchdog", "wave_actors._family"),
     "tests/roster": ("wave_actors._roster",),
+    "tests/auth": ("wave_actors._auth",),
+}
+
+# Logins for remote servers (R-AUTH): what a host needs to log in, keep credentials and show a login.
+AUTH_NAMES = {
+    "Credentials",
+    "CredentialStore",
+    "FileCredentialStore",
+    "KeyringCredentialStore",
+    "LoginFlow",
+    "LoginState",
+    "LoginStatus",
+    "LoginRequired",
+    "LoginFailed",
+    "LoginExpired",
+    "LoginSuperseded",
+    "CredentialStoreError",
+    "OAuthSettings",
+    "OAuthGrant",
 }
 
 
@@ -79,6 +98,11 @@ def test_design_names_are_exported() -> None:
 def test_trust_names_are_exported() -> None:
     # R-CFG-10
     assert public_names(wave_actors) >= TRUST_NAMES
+
+
+def test_auth_names_are_exported() -> None:
+    # R-AUTH-1..3
+    assert public_names(wave_actors) >= AUTH_NAMES
 
 
 def test_every_public_name_is_documented() -> None:

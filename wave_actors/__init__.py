@@ -7,11 +7,23 @@ this package does not import the MCP SDK: a :class:`Host` (or :func:`open_sessio
 starts that in a thread of its own when it opens, and a dial waits for what it needs.
 """
 
+from wave_actors._auth import (
+    Credentials as Credentials,
+    CredentialStore as CredentialStore,
+    FileCredentialStore as FileCredentialStore,
+    KeyringCredentialStore as KeyringCredentialStore,
+    LoginState as LoginState,
+    LoginStatus as LoginStatus,
+    StoreChoice as StoreChoice,
+)
+from wave_actors._auth.login import LoginFlow as LoginFlow
 from wave_actors._config import (
     ApprovalState as ApprovalState,
     ConfigError as ConfigError,
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
+    OAuthGrant as OAuthGrant,
+    OAuthSettings as OAuthSettings,
     ProjectTrust as ProjectTrust,
     ServerConfig as ServerConfig,
     ServerTrust as ServerTrust,
@@ -30,8 +42,13 @@ from wave_actors._config.store import (
     ConfigStore as ConfigStore,
 )
 from wave_actors._errors import (
+    CredentialStoreError as CredentialStoreError,
     DialError as DialError,
     EntryChanged as EntryChanged,
+    LoginExpired as LoginExpired,
+    LoginFailed as LoginFailed,
+    LoginRequired as LoginRequired,
+    LoginSuperseded as LoginSuperseded,
     ServerDisabled as ServerDisabled,
     ServerUnavailable as ServerUnavailable,
     ToolCallError as ToolCallError,

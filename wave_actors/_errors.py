@@ -11,8 +11,13 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "CredentialStoreError",
     "DialError",
     "EntryChanged",
+    "LoginExpired",
+    "LoginFailed",
+    "LoginRequired",
+    "LoginSuperseded",
     "ServerDisabled",
     "ServerUnavailable",
     "ToolCallError",
@@ -107,3 +112,44 @@ class UnknownServer(WaveActorsError):
 
 class UnknownTool(WaveActorsError):
     """No tool of that name is known in this session."""
+
+
+class LoginRequired(ServerUnavailable):
+    """The server asks for an OAuth login, or for more scope than the login granted, before it serves (R-AUTH-2).
+
+    Raised by a connect (the server is left ``needs_login``) and by a call the
+    server refused for its scope (a step-up: the connection stays up). The
+    request was refused, not processed, and is never replayed. Start a login
+    with :meth:`Session.login <wave_actors.Session.login>`; the server connects
+    by itself once it completes.
+
+    :param server: the server's name.
+    :param scope: the scope the server asked for, when it said.
+    """
+
+    def __init__(self, message: str, *, server: str = "", scope: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.scope = scope
+
+
+class LoginFailed(WaveActorsError):
+    """A login did not complete: discovery, registration, the browser step or the token exchange failed (R-AUTH-2).
+
+    Credentials stored before the login are kept as they were (R-AUTH-3).
+    """
+
+
+class LoginExpired(LoginFailed):
+    """A login was not completed within its time (ten minutes): its listener is closed and it can no longer complete."""
+
+
+class LoginSuperseded(LoginFailed):
+    """A newer login of the same server, or a logout, came after this login started: it is not saved (R-AUTH-3)."""
+
+
+class CredentialStoreError(WaveActorsError):
+    """The credential store cannot be used: the keyring is missing, locked or failing, or a file cannot be written.
+
+    Never answered by falling back to another store (R-AUTH-3).
+    """

@@ -25,8 +25,11 @@ from typing import Literal, final
 import attrs
 import trio
 
+from wave_actors._auth import Credentials, CredentialStore, StoreChoice
+from wave_actors._auth.credentials import credentials_for
+from wave_actors._auth.login import LoginFlow
 from wave_actors._cache import cache_directory
-from wave_actors._config import Diagnostic, TrustMode
+from wave_actors._config import Diagnostic, ServerConfig, TransportType, TrustMode
 from wave_actors._config.sources import default_home, resolve_workdir
 from wave_actors._config_watch import ConfigWatcher
 from wave_actors._errors import WaveActorsError
@@ -40,7 +43,8 @@ from wave_actors._session import Session
 from wave_actors._status import ServerStatus
 from wave_actors._surface import NoPublicConstructor
 from wave_actors._transport import TransportOptions
-from wave_actors._transport.sdk_import import start_preload
+from wave_actors._transport.options import client_implementation
+from wave_actors._transport.sdk_import import load_sdk, start_preload
 from wave_actors._watchdog.guard import OrphanGuard, OrphanProtection, open_orphan_guard
 
 __all__ = ["DestroyHook", "Host", "PendingDestroy"]
@@ -113,6 +117,7 @@ class Host(metaclass=NoPublicConstructor):
         client_info: tuple[str, str] | None = None,
         project: ProjectOptions = ProjectOptions(),
         watch_config: bool = False,
+        credentials: Credentials | StoreChoice | CredentialStore | None = None,
     ) -> AsyncGenerator[Host, None]:
         """Run a host for the duration of an ``async with`` block.
 
@@ -144,9 +149,19 @@ class Host(metaclass=NoPublicConstructor):
         :param client_info: the ``(name, version)`` every server is told in
             ``initialize``, unless a session's options name their own
             (``TransportOptions.client_info``); default ``("wave-actors", <its version>)``.
-        :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+        :param credentials: where remote servers' OAuth logins are kept, for
+            every session (R-AUTH-3): ``"keyring"`` (the system keyring, the
+            default; needs ``wave-actors[keyring]``), ``"file"`` (owner-only
+            files in ``<home>/oauth``, for daemons, CI and tests), a
+            :class:`~wave_actors.CredentialStore` of the host's, or a
+            :class:`~wave_actors.Credentials`. ``options.credentials`` wins when set.
+            A keyring that is missing or failing is said so when a login is
+            read or written; it never falls back to files.
+        :raises TypeError: ``client_info`` is not a pair of non-empty strings, or ``credentials`` is none of those.
         """
         client_info = TransportOptions(client_info=client_info).client_info  # refused here, not at the first session
+        if options.credentials is None:
+            options = attrs.evolve(options, credentials=credentials_for(home, credentials))
         start_preload()  # the SDK import, in a thread of its own: the first dial need not wait for all of it
         async with (
             open_orphan_guard(watchdog=watchdog, subreaper=subreaper, cgroups=cgroups) as guard,
@@ -243,6 +258,7 @@ class Host(metaclass=NoPublicConstructor):
             options=options or self._options,
             session_id=session_id,
             client_info=self._client_info,
+            credentials=self.credentials,
         )
         # Checked after the workdir was resolved (a checkpoint), with no checkpoint before the reservation.
         if self._closing:
@@ -281,6 +297,65 @@ class Host(metaclass=NoPublicConstructor):
                 await trio.sleep_forever()  # ends when lifecycle.close() cancels the session's scope
         if refused:  # raised here, outside the session's nursery, so the creator gets it as it is
             raise WaveActorsError("the host is closing; no new sessions")
+
+    @property
+    def credentials(self) -> Credentials:
+        """Where this host's sessions keep remote servers' OAuth logins (R-AUTH-3)."""
+        credentials = self._options.credentials
+        assert credentials is not None  # Host.open sets it
+        return credentials
+
+    @asynccontextmanager
+    async def login(
+        self, server: ServerConfig, *, redirect_uri: str | None = None, listen: bool = True
+    ) -> AsyncGenerator[LoginFlow, None]:
+        """Log in to a remote server without a session: a settings page's "log in" (R-AUTH-2).
+
+        As :meth:`Session.login <wave_actors.Session.login>`, for an entry the
+        host holds (from :func:`~wave_actors.load_config`, say): the login is
+        stored in the host's credentials, and every session of the host that
+        waits for it (``needs_login``) connects by itself.
+        :meth:`LoginFlow.wait <wave_actors.LoginFlow.wait>` returns ``None``.
+
+        :param server: the server's entry.
+        :param redirect_uri: where the browser comes back, instead of the entry's.
+        :param listen: run the loopback listener for a loopback redirect URI.
+        :raises LoginFailed: the server has no login, the listener cannot listen,
+            or the login failed before its URL was known.
+        :raises CredentialStoreError: the credential store cannot be used.
+        """
+        await load_sdk(TransportType.HTTP)
+        from wave_actors._auth.flow import open_login
+
+        async def stored(_: object) -> ServerStatus | None:
+            return None
+
+        transport = self._options.transport
+        name = (self._client_info or client_implementation(transport))[0]
+        async with open_login(
+            server,
+            self.credentials,
+            client_name=name,
+            redirect_uri=redirect_uri,
+            listen=listen,
+            http_timeout=transport.http_timeout,
+            on_stored=stored,
+        ) as flow:
+            yield flow
+
+    async def logout(self, name: str) -> bool:
+        """Remove server ``name``'s login, in every process of this machine; live connections drop it (R-AUTH-3).
+
+        As :meth:`Session.logout <wave_actors.Session.logout>`, for every
+        session of the host that has a server of that name.
+
+        :returns: whether a login was stored.
+        :raises CredentialStoreError: the credential store could not be written.
+        """
+        removed = await self.credentials.logout(name)
+        for session in self.sessions():
+            await session._dial_without_login(name)  # pyright: ignore[reportPrivateUsage]
+        return removed
 
     def get_session(self, session_id: str) -> Session:
         """The live session with that id.

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import trio
 
+from wave_actors._auth import Credentials, CredentialStore, StoreChoice
+from wave_actors._auth.credentials import credentials_for
 from wave_actors._config import TrustMode
 from wave_actors._lifecycle import SessionLifecycle, SessionOwner
 from wave_actors._options import SessionOptions
@@ -94,6 +96,7 @@ async def open_session(
     trust: TrustMode = "all",
     options: SessionOptions = SessionOptions(),
     client_info: tuple[str, str] | None = None,
+    credentials: Credentials | StoreChoice | CredentialStore | None = None,
 ) -> AsyncGenerator[Session, None]:
     """A session owned by the caller's task, for hosts with a single session.
 
@@ -113,8 +116,13 @@ async def open_session(
     :param client_info: the ``(name, version)`` servers are told in
         ``initialize``; default ``("wave-actors", <its version>)``, or
         ``options.transport.client_info`` when set.
+    :param credentials: where remote servers' OAuth logins are kept (R-AUTH-3):
+        ``"keyring"`` (the system keyring, the default; needs
+        ``wave-actors[keyring]``), ``"file"`` (owner-only files in
+        ``<home>/oauth``), a :class:`~wave_actors.CredentialStore`, or a
+        :class:`~wave_actors.Credentials`; ``options.credentials`` wins when set.
     :raises ConfigError: ``workdir`` does not exist or is not a directory.
-    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings, or ``credentials`` is none of those.
     """
     parameters = await session_parameters(
         workdir=workdir,
@@ -124,6 +132,7 @@ async def open_session(
         trust=trust,
         options=options,
         client_info=client_info,
+        credentials=credentials_for(home, credentials),
     )
     start_preload()  # the SDK import, so that the first dial need not wait for all of it
     async with open_owned_session(parameters, owner=None, versions=itertools.count(1)) as (session, _):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import attrs
 
 from supervisors import Backoff, RestartIntensity
+from wave_actors._auth.credentials import Credentials
 from wave_actors._observation import Transition
 from wave_actors._tools.schema import DEFAULT_DROPPED_KEYWORDS
 from wave_actors._transport import TransportOptions
@@ -35,6 +36,10 @@ class SessionOptions:
         for every message any server's state machine handles, in order; for
         tests and audits. It must not block; an exception it raises is logged
         and ignored.
+    :param credentials: where remote servers' OAuth logins are kept (R-AUTH-3);
+        ``None``: the host's, which :meth:`Host.open <wave_actors.Host.open>` and
+        :func:`~wave_actors.open_session` make from their ``credentials``
+        argument (the system keyring by default).
     """
 
     dial_timeout: float = 30.0
@@ -44,6 +49,7 @@ class SessionOptions:
     seed: int | None = None
     dropped_schema_keywords: frozenset[str] = DEFAULT_DROPPED_KEYWORDS
     transition_observer: Callable[[Transition], None] | None = None
+    credentials: Credentials | None = None
 
 
 @attrs.frozen

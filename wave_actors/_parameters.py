@@ -22,6 +22,7 @@ from typing import final
 import attrs
 import trio
 
+from wave_actors._auth import Credentials
 from wave_actors._cache import ToolCache, cache_directory, read_cache
 from wave_actors._config import Diagnostic, LoadedConfig, Severity, TrustMode
 from wave_actors._config.loader import ConfigFiles, merge_config, read_config_files
@@ -189,6 +190,7 @@ async def session_parameters(
     options: SessionOptions,
     session_id: str | None = None,
     client_info: tuple[str, str] | None = None,
+    credentials: Credentials | None = None,
 ) -> SessionParameters:
     """The parameters of a new session, from the arguments of ``create_session`` / ``open_session``.
 
@@ -197,6 +199,8 @@ async def session_parameters(
 
     :param client_info: the ``(name, version)`` the session's servers are told,
         unless ``options`` name their own (``options.transport.client_info``).
+    :param credentials: where OAuth logins are kept (R-AUTH-3), unless
+        ``options`` name their own (``options.credentials``).
     :raises ConfigError: ``workdir`` does not exist or is not a directory.
     :raises ValueError: an unknown ``trust`` mode.
     :raises TypeError: ``client_info`` is not a pair of non-empty strings.
@@ -205,6 +209,8 @@ async def session_parameters(
         raise ValueError(f"trust must be one of {TRUST_MODES}, got {trust!r}")
     if client_info is not None and options.transport.client_info is None:
         options = attrs.evolve(options, transport=attrs.evolve(options.transport, client_info=client_info))
+    if credentials is not None and options.credentials is None:
+        options = attrs.evolve(options, credentials=credentials)
     resolved = await trio.to_thread.run_sync(resolve_existing_workdir, workdir)
     return SessionParameters(
         session_id=session_id or uuid.uuid4().hex[:12],

@@ -28,15 +28,19 @@ the phase. :class:`~wave_actors.Host` is one owner (it implements
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from wave_actors._actor.actor import ServerActor
+from wave_actors._auth import Credentials, LoginStatus
+from wave_actors._auth.login import LoginFlow
 from wave_actors._catalog import Standing, build_snapshot, unknown_tool_reason
-from wave_actors._config import Diagnostic
+from wave_actors._config import Diagnostic, TransportType
 from wave_actors._errors import (
     DialError,
+    LoginRequired,
     ServerDisabled,
     ServerUnavailable,
     UnknownServer,
@@ -57,6 +61,8 @@ from wave_actors._tools import (
     call_gateway,
 )
 from wave_actors._transport.arguments import tool_call_arguments
+from wave_actors._transport.options import client_implementation
+from wave_actors._transport.sdk_import import load_sdk
 
 if TYPE_CHECKING:
     import mcp_types
@@ -229,6 +235,8 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         :raises UnknownServer: no such server (or it was removed by a reconfigure meanwhile).
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
         :raises DialError: the dial failed; the server is left in ``error``.
+        :raises LoginRequired: the server asks for an OAuth login; it is left
+            ``needs_login`` until a login (:meth:`login`) dials it again (R-AUTH-2).
         :raises ServerUnavailable: the dial did not end connected for another
             reason: a :meth:`disconnect` overtook it, the server was retired, or
             the session closed meanwhile.
@@ -243,6 +251,8 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         status = self.server(name)
         if status.state is ServerState.ERROR:
             raise DialError(status.error or f"server {name!r}: connect failed")
+        if status.state is ServerState.NEEDS_LOGIN:
+            raise LoginRequired(status.error or f"server {name!r} needs a login", server=name)
         if status.state is not ServerState.CONNECTED:
             why = "a disconnect overtook it" if status.manually_disconnected else f"it is {status.state.value}"
             raise ServerUnavailable(f"server {name!r} did not stay connected: {why}")
@@ -267,6 +277,7 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         :raises UnknownServer: no such server.
         :raises ServerDisabled: its entry has ``enabled: false`` (R-CFG-6).
         :raises DialError: the new dial failed; the server is left in ``error``.
+        :raises LoginRequired: the server asks for an OAuth login (R-AUTH-2).
         """
         actor = self._actor(name)
         if not actor.config.enabled:
@@ -276,6 +287,8 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         status = self.server(name)
         if status.state is ServerState.ERROR:
             raise DialError(status.error or f"server {name!r}: reconnect failed")
+        if status.state is ServerState.NEEDS_LOGIN:
+            raise LoginRequired(status.error or f"server {name!r} needs a login", server=name)
         return status
 
     async def refresh_tools(self, name: str) -> ServerStatus:
@@ -307,6 +320,116 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         with self._roster.waiting():
             await actor.disconnect()
         return self.server(name)
+
+    # Logins (R-AUTH).
+
+    @asynccontextmanager
+    async def login(
+        self, name: str, *, redirect_uri: str | None = None, listen: bool = True
+    ) -> AsyncGenerator[LoginFlow, None]:
+        """Log in to remote server ``name`` (OAuth): yield the login once its authorization URL is known (R-AUTH-2).
+
+        For a server whose status is ``needs_login``, or to log in before it
+        asks (or again, as someone else). The login starts from what the server
+        said when it asked (the scope, where its metadata is), discovers the
+        authorization server, registers this client when the entry names none,
+        and stops at the URL the user must visit::
+
+            async with session.login("tracker") as login:
+                webbrowser.open(login.authorization_url)   # or show it
+                status = await login.wait()                # stored, then connected
+
+        The browser comes back to a loopback listener this login runs (the
+        entry's ``oauth.redirect_uri``, or a free port), or the host passes
+        what it ended on to :meth:`LoginFlow.complete <wave_actors.LoginFlow.complete>`
+        (a browser host, a redirect URI that is not this machine's). The login
+        is stored in the host's credentials (never in a configuration file),
+        bound to the entry's URL; then the server connects by itself, in this
+        session and in every session of the host waiting for this login.
+        Leaving the block ends a login not yet complete; after ten minutes it
+        ends by itself. Of two logins of one server, the newer wins.
+
+        :param name: the server.
+        :param redirect_uri: where the browser comes back, instead of the entry's
+            ``oauth.redirect_uri`` (a browser host's own callback page, say).
+        :param listen: run the loopback listener for a loopback redirect URI; ``False``
+            when the browser is elsewhere and the host passes the callback back.
+        :raises UnknownServer: no such server.
+        :raises LoginFailed: it has no login (not remote, or a machine client), the
+            listener cannot listen, or the login failed before its URL was known
+            (discovery, a resource that is not this server's, registration).
+        :raises CredentialStoreError: the credential store cannot be used.
+        """
+        actor = self._actor(name)
+        credentials = self._credentials()
+        await load_sdk(TransportType.HTTP)  # the login runs the SDK's OAuth client
+        from wave_actors._auth.flow import open_login
+
+        async def connect_after(_: object) -> ServerStatus | None:
+            if self.closed or name not in self._roster.actors:
+                return None
+            current = self._roster.actors[name]
+            if current.config.enabled:
+                with self._roster.waiting():
+                    await current.connect(explicit=True)
+            return None if self.closed else self.server(name)
+
+        options = self._sources.parameters.options
+        async with open_login(
+            actor.config,
+            credentials,
+            client_name=client_implementation(options.transport)[0],
+            redirect_uri=redirect_uri,
+            listen=listen,
+            http_timeout=options.transport.http_timeout,
+            on_stored=connect_after,
+        ) as flow:
+            yield flow
+
+    async def logout(self, name: str) -> bool:
+        """Remove remote server ``name``'s login, in every process of this machine (R-AUTH-3).
+
+        Logins started before it can no longer be saved; a refresh in flight
+        (here or in another process) is dropped when it answers. A live
+        connection of the server here is dialed again, without the login (it
+        then shows ``needs_login`` if the server asks for one). The
+        configuration is untouched.
+
+        :returns: whether a login was stored.
+        :raises UnknownServer: no such server.
+        :raises CredentialStoreError: the credential store could not be written.
+        """
+        self._actor(name)
+        removed = await self._credentials().logout(name)
+        await self._dial_without_login(name)
+        return removed
+
+    async def _dial_without_login(self, name: str) -> None:
+        """After a logout: a live connection of ``name`` is dialed again, so it stops using the removed login."""
+        actor = self._roster.actors.get(name)
+        if self.closed or actor is None:
+            return
+        if actor.state.state in (ServerState.CONNECTED, ServerState.RECONNECTING):
+            with self._roster.waiting():
+                await actor.reconnect()
+
+    async def login_status(self, name: str) -> LoginStatus:
+        """How remote server ``name``'s login stands: needed, or stored until when; never a token (R-AUTH-3).
+
+        Read from the record every process of the machine shares, not the
+        credential store (no keyring prompt).
+
+        :raises UnknownServer: no such server.
+        """
+        config = self._actor(name).config
+        remote = config.transport in (TransportType.HTTP, TransportType.SSE)
+        return await self._credentials().status(name, config.url if remote else None)
+
+    def _credentials(self) -> Credentials:
+        credentials = self._sources.parameters.options.credentials
+        if credentials is None:  # sessions of a Host or open_session always have some
+            raise WaveActorsError(f"session {self.id} has no credential store; set SessionOptions.credentials")
+        return credentials
 
     def _actor(self, name: str) -> ServerActor:
         if self.closed:

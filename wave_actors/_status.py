@@ -40,8 +40,10 @@ class ServerState(str, enum.Enum):
           disconnect                   v                 v
               +------------------- ERROR <--budget-- RECONNECTING --up--> CONNECTED
 
-    ``DISABLED`` is for entries with ``enabled: false`` (R-CFG-6); they never
-    leave it.
+    ``NEEDS_LOGIN``: a dial (or a reconnect) was refused because the server
+    asks for an OAuth login; it is not retried, and a login of the server
+    dials it again (R-AUTH-2). ``DISABLED`` is for entries with
+    ``enabled: false`` (R-CFG-6); they never leave it.
     """
 
     DISCONNECTED = "disconnected"
@@ -49,6 +51,7 @@ class ServerState(str, enum.Enum):
     CONNECTED = "connected"
     RECONNECTING = "reconnecting"
     ERROR = "error"
+    NEEDS_LOGIN = "needs_login"
     DISABLED = "disabled"
 
 
@@ -58,6 +61,8 @@ class Unavailable(enum.Enum):
     CONNECTING = "connecting"
     RECONNECTING = "reconnecting"
     FAILED = "failed"
+    NEEDS_LOGIN = "waiting for a login"
+    """The server asks for an OAuth login (R-AUTH-2)."""
     DISABLED = "disabled"
     DISCONNECTED = "disconnected"
     """A manual disconnect holds (R-DIAL-6)."""
@@ -76,6 +81,8 @@ def unavailable(state: ServerState, *, manually_disconnected: bool) -> Unavailab
             return None
         case ServerState.ERROR:
             return Unavailable.FAILED
+        case ServerState.NEEDS_LOGIN:
+            return Unavailable.NEEDS_LOGIN
         case ServerState.RECONNECTING:
             return Unavailable.RECONNECTING
         case ServerState.CONNECTING:

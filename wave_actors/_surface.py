@@ -38,6 +38,7 @@ class NoPublicConstructor(type):
 _HOW: Mapping[str, str] = {
     "Session": "create one with Host.create_session() or open_session()",
     "Host": "open one with Host.open()",
+    "LoginFlow": "start a login with Session.login() or Host.login()",
 }
 
 

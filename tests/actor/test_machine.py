@@ -1,4 +1,4 @@
-"""The server actor's pure reducer, rule by rule (R-DIAL, R-RACE, R-CFG-6, R-STORE-5).
+"""The server actor's pure reducer, rule by rule (R-DIAL, R-RACE, R-CFG-6, R-STORE-5, R-AUTH-2).
 
 No trio, no processes: :func:`reduce` is driven by :class:`Executor`, a model
 of what :class:`~wave_actors._actor.actor.ServerActor` does with the effects.
@@ -30,6 +30,8 @@ from wave_actors._actor.messages import (
     Disconnect,
     Effect,
     GaveUp,
+    LoggedIn,
+    LoginNeeded,
     Lost,
     Message,
     Reconnect,
@@ -50,6 +52,7 @@ RECONNECTING = ServerState.RECONNECTING
 DISCONNECTED = ServerState.DISCONNECTED
 ERROR = ServerState.ERROR
 DISABLED = ServerState.DISABLED
+NEEDS_LOGIN = ServerState.NEEDS_LOGIN
 ACTIVE = frozenset({CONNECTING, CONNECTED, RECONNECTING})
 
 SEARCH = ServerTool("search", "Search the web", {"type": "object"}, read_only_hint=True)
@@ -105,6 +108,8 @@ class Executor:
                 self.incarnation = max(self.incarnation, generation + 1)
             case DialFailed() if not failure_retried(before):
                 self.running = False  # the transport asked the same predicate, and returned
+            case LoginNeeded():
+                self.running = False  # a dial refused for a login returns: never restarted
             case GaveUp():
                 self.running = False  # the supervisor gave up
             case _:
@@ -685,11 +690,55 @@ actor_states = st.builds(
 )
 
 
+# R-AUTH-2: a dial refused for want of a login.
+
+
+def test_a_dial_refused_for_a_login_needs_one_and_is_not_retried() -> None:
+    executor = dialed(EXPLICIT)
+    executor.post(LoginNeeded(1, "server 'x' needs a login"))
+    state = executor.state
+    assert (state.state, state.live, state.error) == (NEEDS_LOGIN, None, "server 'x' needs a login")
+    assert not failure_retried(state) and not executor.running
+    assert executor.post(LAZY) is state  # a later turn does not dial it again
+
+
+def test_a_reconnect_refused_for_a_login_needs_one_and_stops_reconnecting() -> None:
+    executor = lost()
+    executor.post(LoginNeeded(2, "the login expired"))
+    assert (executor.state.state, executor.state.tools) == (NEEDS_LOGIN, ())
+    assert dead(executor.state, now=0.0, dead_after=5.0)  # a project rebuilds it for its next session
+
+
+def test_a_login_dials_a_server_waiting_for_one_and_only_that() -> None:
+    waiting = dialed(EXPLICIT)
+    waiting.post(LoginNeeded(1, "needs a login"))
+    waiting.post(LoggedIn())
+    assert (waiting.state.state, waiting.state.live) == (CONNECTING, 2)
+    for executor in (connected(), dialed(EXPLICIT, DialFailed(1, "boom")), dialed()):
+        before = executor.state
+        assert executor.post(LoggedIn()) is before
+
+
+def test_a_login_does_not_lift_a_manual_disconnect() -> None:
+    executor = dialed(EXPLICIT)
+    executor.post(LoginNeeded(1, "needs a login"), Disconnect())
+    before = executor.state
+    assert executor.post(LoggedIn()) is before
+    assert executor.post(EXPLICIT).state is CONNECTING
+
+
+def test_a_stale_login_refusal_changes_nothing() -> None:
+    executor = connected()
+    before = executor.state
+    assert executor.post(LoginNeeded(7, "an old generation")) is before
+
+
 def events(generation: st.SearchStrategy[int]) -> st.SearchStrategy[Message]:
     return st.one_of(
         st.builds(Up, generation, tools, st.none() | st.text(max_size=5), st.floats(0, 1e9)),
         st.builds(ToolsListed, generation, tools),
         st.builds(DialFailed, generation, reasons),
+        st.builds(LoginNeeded, generation, reasons),
         st.builds(Lost, generation, reasons),
         st.builds(restarting, generation, st.floats(0, 60)),
         st.builds(GaveUp, generation, reasons),
@@ -702,6 +751,7 @@ commands: st.SearchStrategy[Message] = st.one_of(
     st.just(Reconnect()),
     st.just(Retire()),
     st.builds(Reload, st.booleans()),
+    st.just(LoggedIn()),
 )
 messages = st.one_of(commands, events(generations), st.builds(Started, generations))
 
@@ -847,6 +897,17 @@ class ActorModel(RuleBasedStateMachine):
             assert (after.state, after.dialed) == (DISCONNECTED, False)
 
     @rule()
+    def logged_in(self) -> None:
+        # R-AUTH-2: a login dials a server that waits for one, and nothing else.
+        before, after, effects = self.post(LoggedIn())
+        if before.state is not NEEDS_LOGIN or before.retiring or before.manually_disconnected:
+            assert after is before and effects == []
+            return
+        self.last_command = Connect(explicit=True)
+        assert effects == [StartTransport()]
+        assert (after.state, after.live) == (CONNECTING, self.executor.incarnation)
+
+    @rule()
     def retire(self) -> None:
         before, after, effects = self.post(Retire())
         if before.retiring:
@@ -878,6 +939,9 @@ class ActorModel(RuleBasedStateMachine):
                     assert after.state is ERROR and after.error is not None and reason in after.error
                 case Lost() if before.state is CONNECTED:
                     assert (after.state, after.tools) == (RECONNECTING, before.tools)  # R-RACE-4
+                case LoginNeeded(reason=reason) if before.state in (CONNECTING, RECONNECTING):
+                    # R-AUTH-2: not retried, nothing listed, the reason shown.
+                    assert (after.state, after.live, after.tools, after.error) == (NEEDS_LOGIN, None, (), reason)
                 case _:
                     pass
 
@@ -940,11 +1004,11 @@ class ActorModel(RuleBasedStateMachine):
         state = self.state
         if state.state in (DISCONNECTED, DISABLED):
             assert state.tools == ()  # R-TOOL-3: nothing live to list
-        if state.state is ERROR:
+        if state.state in (ERROR, NEEDS_LOGIN):
             assert state.error is not None
         if state.state is CONNECTED:
             assert state.error is None and state.last_connected is not None
-        if state.state in ACTIVE or state.state is ERROR:
+        if state.state in ACTIVE or state.state in (ERROR, NEEDS_LOGIN):
             assert state.dialed  # R-DIAL-2: so the lazy dial never repeats
 
 

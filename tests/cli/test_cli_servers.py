@@ -40,7 +40,7 @@ def test_text_output_is_a_table_with_diagnostics_below(run_cli: RunCli, workdir:
 
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"]
+    assert lines[0].split() == ["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "LOGIN", "ORIGIN"]
     echo = next(line for line in lines if line.startswith("echo"))
     assert echo.split()[:5] == ["echo", "project", "stdio", "yes", "disconnected"]  # the project file wins whole
     assert "diagnostics:" in lines

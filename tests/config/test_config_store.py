@@ -422,7 +422,7 @@ def test_import_adds_every_pasted_server_at_once(store: ConfigStore, home: Path)
     ("document", "cause"),
     [
         ({"mcpServers": {"new": {"command": "n"}, "files": {"command": "f"}}}, "has 'files' already"),
-        ({"new": {"command": "n"}, "odd": {"command": "o", "oauth": {}}}, "unsupported field(s) 'oauth'"),
+        ({"new": {"command": "n"}, "odd": {"command": "o", "sampling": {}}}, "unsupported field(s) 'sampling'"),
         ({"new": {"command": "n"}, "bad": "python3 -m bad"}, "'bad' must be a JSON object"),
         ({"command": "n", "args": []}, "one entry without its name"),
         ({"mcpServers": {}}, "non-empty"),

@@ -22,6 +22,7 @@ from session_support import connected_session, idle_session
 from wave_actors import (
     DialError,
     Host,
+    LoginRequired,
     ServerDisabled,
     ServerState,
     ServerUnavailable,
@@ -135,9 +136,11 @@ def refusing_server(status: int) -> Generator[str, None, None]:
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
 async def test_a_401_names_the_status_the_credentials_and_the_entrys_file(tmp_path: Path, kind: str) -> None:
+    # An entry that sends its own Authorization header manages its credentials: a 401 refuses them (R-AUTH-4).
     with refusing_server(401) as url:
         project = tmp_path / ".mcp.json"
-        project.write_text(json.dumps({"mcpServers": {"remote": {"type": kind, "url": url}}}))
+        entry = {"type": kind, "url": url, "headers": {"Authorization": "Bearer of-the-entry"}}
+        project.write_text(json.dumps({"mcpServers": {"remote": entry}}))
         async with idle_session(tmp_path, {}) as session:
             with pytest.raises(DialError) as raised, trio.fail_after(20):
                 await session.connect("remote")
@@ -146,6 +149,18 @@ async def test_a_401_names_the_status_the_credentials_and_the_entrys_file(tmp_pa
     assert "the server answered HTTP 401 Unauthorized" in message
     assert f"refused the credentials or headers sent; check the entry's headers in {project}" in message
     assert status.state is ServerState.ERROR and status.error == message
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_a_401_to_an_entry_without_credentials_of_its_own_asks_for_a_login(tmp_path: Path, kind: str) -> None:
+    # R-AUTH-2: a bare 401 is the server asking for OAuth; the server waits for a login, not dialed again.
+    with refusing_server(401) as url:
+        async with idle_session(tmp_path, {"remote": {"type": kind, "url": url}}) as session:
+            with pytest.raises(LoginRequired, match="needs a login") as raised, trio.fail_after(20):
+                await session.connect("remote")
+            status = session.server("remote")
+    assert raised.value.server == "remote"
+    assert status.state is ServerState.NEEDS_LOGIN
 
 
 # Identity: servers are told who the client is.

@@ -46,6 +46,7 @@ from wave_actors._actor.messages import (
     Disconnect,
     Effect,
     GaveUp,
+    LoggedIn,
     Message,
     Reconnect,
     Reload,
@@ -60,6 +61,7 @@ from wave_actors._actor.messages import (
     Up,
 )
 from wave_actors._actor.transport_task import list_server_tools, run_transport
+from wave_actors._auth.credentials import vault_of
 from wave_actors._config import ServerConfig, TransportType
 from wave_actors._errors import EntryChanged, ServerUnavailable, ToolTimeout, UnknownTool
 from wave_actors._options import SessionOptions
@@ -99,6 +101,7 @@ class ServerActor:
     """
 
     __slots__ = (
+        "__weakref__",  # a login in waiting holds its callback weakly (R-AUTH-2)
         "_calls_in_flight",
         "_config",
         "_connection",
@@ -335,6 +338,10 @@ class ServerActor:
                 logger.debug("server %r: dropped stale %r (live generation %s)", self.name, message, before.live)
             return effects
         self._state = after
+        if after.state is ServerState.NEEDS_LOGIN and before.state is not ServerState.NEEDS_LOGIN:
+            credentials = self._options.credentials
+            if credentials is not None:
+                vault_of(credentials).when_logged_in(self.name, self._logged_in)  # the next login dials it again
         if self._connection is not None and self._connection[0] != after.live:
             self._connection = None  # that generation is over: keep no closed session alive
         if settled(after):
@@ -378,6 +385,10 @@ class ServerActor:
         """
         return incarnation
 
+    def _logged_in(self) -> None:
+        """A login of this server was stored in this process: dial again if it still waits for one (R-AUTH-2)."""
+        self._post(LoggedIn())
+
     def _on_supervisor_event(self, event: ChildEvent) -> None:
         reason = str(event.error) if event.error is not None else "transport ended"
         generation = self._generation(event.incarnation)
@@ -404,6 +415,7 @@ class ServerActor:
                 dial_timeout=options.dial_timeout,
                 options=transport,
                 report=self._post,
+                credentials=options.credentials,
             )
 
         return ChildSpec(
@@ -492,6 +504,8 @@ class ServerActor:
                 return f"server {name!r} is still connecting"
             case Unavailable.FAILED:
                 return f"server {name!r} failed: {state.error}; connect it explicitly to retry"
+            case Unavailable.NEEDS_LOGIN:
+                return f"{state.error}" if state.error else f"server {name!r} needs a login"
             case Unavailable.DISABLED:
                 return f"server {name!r} is disabled in its configuration ({self._config.origin})"
             case Unavailable.DISCONNECTED:

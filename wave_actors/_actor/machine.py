@@ -27,6 +27,13 @@ reaches the same verdict when the failure's event arrives. Only the budget
 itself is counted by the supervisor; spending it is
 :class:`~wave_actors._actor.messages.GaveUp`.
 
+Logins. A dial the server refuses for want of an OAuth login
+(:class:`~wave_actors._actor.messages.LoginNeeded`, from a first dial or a
+reconnect) leaves the server ``needs_login`` and is never retried: the
+transport task returns, the supervisor does not restart it. A login of the
+server (:class:`~wave_actors._actor.messages.LoggedIn`) dials it again, unless
+a manual disconnect holds (R-AUTH-2).
+
 Known tools. ``listed`` is what the newest live listing of the server said,
 kept while the connection is down, and ``withdrawn`` what an earlier listing
 had and a later one lacks. Both change only where a listing arrives, so a
@@ -52,6 +59,8 @@ from wave_actors._actor.messages import (
     Disconnect,
     Effect,
     GaveUp,
+    LoggedIn,
+    LoginNeeded,
     Lost,
     Message,
     Reconnect,
@@ -148,7 +157,7 @@ def describe_transition(
         case Started(generation=generation):
             tagged: int | None = generation
             stale = False
-        case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
+        case Up() | ToolsListed() | DialFailed() | LoginNeeded() | Lost() | Restarting() | GaveUp():
             tagged = message.generation
             stale = message.generation != before.live
         case _:
@@ -184,6 +193,8 @@ _KINDS: dict[type[Message], MessageKind] = {
     Up: MessageKind.UP,
     ToolsListed: MessageKind.TOOLS_LISTED,
     DialFailed: MessageKind.DIAL_FAILED,
+    LoginNeeded: MessageKind.LOGIN_NEEDED,
+    LoggedIn: MessageKind.LOGGED_IN,
     Lost: MessageKind.LOST,
     Restarting: MessageKind.RESTARTING,
     GaveUp: MessageKind.GAVE_UP,
@@ -234,13 +245,14 @@ def failure_retried(state: ActorState) -> bool:
 def dead(state: ActorState, *, now: float, dead_after: float) -> bool:
     """Whether a shared connection counts as dead, to be rebuilt by the next session that attaches (R-SCOPE-2).
 
-    Dead: in ``error``, or connected for more than ``dead_after`` seconds
-    with no tool at all.
+    Dead: in ``error`` or ``needs_login`` (a login made since, in another
+    process too, is then tried), or connected for more than ``dead_after``
+    seconds with no tool at all.
 
     :param now: wall-clock time (``time.time()``), as ``last_connected`` is.
     :param dead_after: :attr:`ProjectOptions.dead_after <wave_actors.ProjectOptions.dead_after>`.
     """
-    if state.state is ServerState.ERROR:
+    if state.state in (ServerState.ERROR, ServerState.NEEDS_LOGIN):
         return True
     return (
         state.state is ServerState.CONNECTED
@@ -295,6 +307,11 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
             )
         case Reload(enabled=enabled):
             return _reload(state, enabled)
+        case LoggedIn():
+            if state.state is not ServerState.NEEDS_LOGIN or state.retiring or state.manually_disconnected:
+                return state, _NO_EFFECTS
+            # Waiting for exactly this: dial again, as an explicit connect would (R-AUTH-2).
+            return _connect(state, explicit=True)
         case StartRefused(reason=reason):
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING) or state.live is not None:
                 return state, _NO_EFFECTS
@@ -303,7 +320,7 @@ def reduce(state: ActorState, message: Message) -> tuple[ActorState, tuple[Effec
             if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
                 return state, _NO_EFFECTS
             return attrs.evolve(state, generation=generation, live=generation), _NO_EFFECTS
-        case Up() | ToolsListed() | DialFailed() | Lost() | Restarting() | GaveUp():
+        case Up() | ToolsListed() | DialFailed() | LoginNeeded() | Lost() | Restarting() | GaveUp():
             return _transport_event(state, message), _NO_EFFECTS
 
 
@@ -399,6 +416,11 @@ def _transport_event(state: ActorState, event: TransportEvent) -> ActorState:
         case DialFailed(reason=reason):
             # Final (R-DIAL-4). A failed reconnect leaves nothing live to list (a first dial had nothing listed anyway).
             return attrs.evolve(state, state=ServerState.ERROR, live=None, error=reason, tools=(), warnings=())
+        case LoginNeeded(reason=reason):
+            if state.state not in (ServerState.CONNECTING, ServerState.RECONNECTING):
+                return state
+            # Never retried: only a login (or an explicit connect) dials again (R-AUTH-2).
+            return attrs.evolve(state, state=ServerState.NEEDS_LOGIN, live=None, error=reason, tools=(), warnings=())
         case Lost(reason=reason):
             if state.state is not ServerState.CONNECTED:
                 return state

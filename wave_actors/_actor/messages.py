@@ -26,6 +26,8 @@ __all__ = [
     "Disconnect",
     "Effect",
     "GaveUp",
+    "LoggedIn",
+    "LoginNeeded",
     "Lost",
     "Message",
     "Reconnect",
@@ -65,6 +67,11 @@ class Reconnect:
     lifted as by an explicit connect); never two transports at once (the old
     one is stopped and reclaimed before the new one starts, R-RACE-6).
     """
+
+
+@attrs.frozen
+class LoggedIn:
+    """A login of the server was stored: if it waits for one (``needs_login``), dial it again (R-AUTH-2)."""
 
 
 @attrs.frozen
@@ -147,6 +154,14 @@ class Lost:
 
 
 @attrs.frozen
+class LoginNeeded:
+    """A dial was refused because the server asks for an OAuth login; it is not retried (R-AUTH-2)."""
+
+    generation: int
+    reason: str
+
+
+@attrs.frozen
 class Restarting:
     """Generation ``generation`` ended; the supervisor starts ``next_generation`` after ``delay`` seconds."""
 
@@ -163,10 +178,10 @@ class GaveUp:
     reason: str
 
 
-Command = Connect | Disconnect | Reconnect | Retire | Reload
+Command = Connect | Disconnect | Reconnect | Retire | Reload | LoggedIn
 """What the session, or its roster, asks of a server."""
 
-TransportEvent = Up | ToolsListed | DialFailed | Lost | Restarting | GaveUp
+TransportEvent = Up | ToolsListed | DialFailed | LoginNeeded | Lost | Restarting | GaveUp
 """What a transport generation, or its supervisor, reports; stale unless its generation is live (R-RACE-1)."""
 
 Message = Command | Started | StartRefused | TransportEvent

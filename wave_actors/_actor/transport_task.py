@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from wave_actors._actor.messages import DialFailed, Lost, Message, ToolsListed, Up
+from wave_actors._actor.messages import DialFailed, LoginNeeded, Lost, Message, ToolsListed, Up
 from wave_actors._config import ServerConfig
-from wave_actors._errors import ServerUnavailable, WaveActorsError
+from wave_actors._errors import LoginRequired, ServerUnavailable, WaveActorsError
 from wave_actors._listing import ServerTool
 from wave_actors._transport import Connection, TransportOptions, open_connection
 
 if TYPE_CHECKING:
     import mcp_types
 
+    from wave_actors._auth.credentials import Credentials
 __all__ = ["ConnectionLost", "list_server_tools", "run_transport"]
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ async def run_transport(
     dial_timeout: float,
     options: TransportOptions,
     report: Callable[[Message], None],
+    credentials: Credentials | None = None,
 ) -> None:
     """One transport attempt: dial, report ``Up``, serve until lost.
 
@@ -86,7 +88,8 @@ async def run_transport(
     ``DialFailed``, then asks ``retried`` (the state machine's
     :func:`~wave_actors._actor.machine.failure_retried`): raised when it is
     retried, returned when it is final, so the supervisor does not restart
-    it (R-DIAL-4).
+    it (R-DIAL-4). A dial refused for want of an OAuth login reports
+    ``LoginNeeded`` and returns: it is never retried (R-AUTH-2).
 
     :param config: the server's entry, ``cwd`` resolved.
     :param generation: this attempt's generation; every report carries it (R-RACE-1).
@@ -94,6 +97,7 @@ async def run_transport(
     :param dial_timeout: seconds for spawn, handshake and the first tool listing.
     :param options: transport settings.
     :param report: receives every message, synchronously; must not block.
+    :param credentials: where a remote server's OAuth login is (R-AUTH-1).
     """
     refresh = _RefreshDue()
 
@@ -105,7 +109,9 @@ async def run_transport(
     dial_scope = trio.CancelScope(deadline=trio.current_time() + dial_timeout)
     try:
         with dial_scope:
-            async with open_connection(config, options=options, on_notification=on_notification) as connection:
+            async with open_connection(
+                config, options=options, on_notification=on_notification, credentials=credentials
+            ) as connection:
                 tools, warnings = await list_server_tools(connection)
                 dial_scope.deadline = math.inf
                 up = True
@@ -118,6 +124,12 @@ async def run_transport(
                 report(Lost(generation, reason))
                 raise ConnectionLost(reason)
         reason = f"server {config.name!r}: no answer within the dial timeout of {dial_timeout:g} s"
+    except LoginRequired as error:
+        if up:
+            report(Lost(generation, str(error)))
+            raise ConnectionLost(str(error)) from error
+        report(LoginNeeded(generation, str(error)))
+        return  # only a login dials it again
     except (WaveActorsError, OSError) as error:
         reason = str(error)
         if up:

@@ -23,6 +23,9 @@ Subcommands::
                                      approve its servers; untrust [DIR] forgets
     wave-actors approve SERVER...    approve project servers at their fingerprint;
                                      revoke SERVER... revokes them
+    wave-actors login SERVER [--manual]
+                                     log in to a remote server that requires OAuth
+    wave-actors logout SERVER        remove its login, in every process of the machine
 
 Every subcommand takes ``--json``; those that read configuration take
 ``--workdir`` (default: the current directory), ``--home`` (default:
@@ -53,6 +56,7 @@ comes for free. Each subcommand lives with its family:
 * :mod:`~wave_actors._cli.edit`: ``add`` and ``remove``;
 * :mod:`~wave_actors._cli.trust`: ``trust``, ``untrust``, ``approve`` and ``revoke``;
 * :mod:`~wave_actors._cli.serve`: ``serve`` (its run is :mod:`wave_actors._serve`'s);
+* :mod:`~wave_actors._cli.login`: ``login`` and ``logout`` (R-AUTH);
 * :mod:`wave_actors._demo`: ``demo``; and :mod:`wave_actors._console` what they
   all print through (exit codes, one-line errors, tables, JSON).
 
@@ -73,6 +77,7 @@ from typing import TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, configured_options, output_options, seconds
 from wave_actors._cli.edit import add, add_edit_commands, remove, split_command_line
+from wave_actors._cli.login import add_login_commands, login, logout
 from wave_actors._cli.serve import add_serve_command, serve
 from wave_actors._cli.servers import servers
 from wave_actors._cli.session_commands import call, tools, watch
@@ -154,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
     add_edit_commands(commands, output)
     add_trust_commands(commands, output)
     add_serve_command(commands)
+    add_login_commands(commands, output)
     return parser
 
 
@@ -225,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return revoke(arguments, out)
         if command == "serve":
             return serve(arguments, sys.stderr)
+        if command == "login":
+            return cast(int, run_unwrapped(login, arguments, out))
+        if command == "logout":
+            return cast(int, run_unwrapped(logout, arguments, out))
         return _demo(arguments, out)
     except CommandFailed as error:
         out.flush()

@@ -4,7 +4,7 @@
 The option groups are parent parsers that :func:`wave_actors._cli.main`'s
 parser gives each subcommand: :func:`output_options` (``--json``, every
 subcommand), :func:`configured_options` (``--workdir``, ``--home``,
-``--trust``: the subcommands that load configuration) and
+``--trust``, ``--credentials``: the subcommands that load configuration) and
 :func:`edited_options` (``--workdir``, ``--home``: ``add``, ``remove``,
 ``approve`` and ``revoke``).
 :func:`workdir`, :func:`home` and :func:`trust` read those values back, the
@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, cast, get_args
 
+from wave_actors._auth import StoreChoice
 from wave_actors._config import TrustMode
 from wave_actors._console import EXIT_USAGE, fail, one_line
 from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
@@ -38,6 +39,7 @@ from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
 __all__ = [
     "CommandParser",
     "configured_options",
+    "credentials",
     "edited_options",
     "home",
     "output_options",
@@ -102,6 +104,13 @@ def configured_options() -> CommandParser:
         "as in the library) loads every one, so the command sees what a host with default settings sees. tools, "
         "call and watch start the commands they load: use 'approved' in a repository you do not trust",
     )
+    configured.add_argument(
+        "--credentials",
+        choices=("keyring", "file"),
+        default="keyring",
+        help="where remote servers' OAuth logins are kept: 'keyring' (the system keyring, the default; needs "
+        "pip install 'wave-actors[keyring]') or 'file' (owner-only files in --home's oauth directory)",
+    )
     return configured
 
 
@@ -139,6 +148,14 @@ def home(arguments: argparse.Namespace) -> Path | None:
     """
     path = cast(Path | None, arguments.home)
     return path.expanduser() if path is not None else None
+
+
+def credentials(arguments: argparse.Namespace) -> StoreChoice:
+    """``--credentials``: where OAuth logins are kept (R-AUTH-3).
+
+    :param arguments: the parsed command line.
+    """
+    return cast(StoreChoice, arguments.credentials)
 
 
 def trust(arguments: argparse.Namespace) -> TrustMode:

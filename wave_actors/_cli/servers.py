@@ -2,6 +2,8 @@
 
 Every server is shown as a new session would show it before its first dial:
 its entry (source, type, enabled, origin), ``disconnected`` or ``disabled``,
+its login (``needs login``, ``logged in (expires ...)``: from the records
+under ``<home>/oauth``, never the credential store or a token, R-AUTH-3),
 the tools the snapshot cache recorded at its last connect (R-CACHE-2), and
 the warnings of that listing: the tools it skipped as invalid (R-TOOL-9).
 Then each project entry's standing in ``--trust approved`` (R-CFG-10):
@@ -30,9 +32,18 @@ from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
+from wave_actors._auth import LoginState, LoginStatus
 from wave_actors._cli.arguments import home, trust, workdir
 from wave_actors._cli.trust import trust_block, trust_document
-from wave_actors._config import Diagnostic, LoadedConfig, ProjectTrust, ServerConfig, TrustStore, load_config
+from wave_actors._config import (
+    Diagnostic,
+    LoadedConfig,
+    ProjectTrust,
+    ServerConfig,
+    TransportType,
+    TrustStore,
+    load_config,
+)
 from wave_actors._console import EXIT_OK, printable, table, write_json
 
 if TYPE_CHECKING:
@@ -54,6 +65,31 @@ def _diagnostic_document(diagnostic: Diagnostic) -> dict[str, object]:
 
 def _configured_state(config: ServerConfig) -> str:
     return "disconnected" if config.enabled else "disabled"
+
+
+def _logins(configs: Sequence[ServerConfig], home_directory: Path | None) -> dict[str, LoginStatus]:
+    """Each remote server's login, from the records under ``<home>/oauth``: no keyring, no token (R-AUTH-3)."""
+    from wave_actors._auth import Credentials
+
+    # The records are the same whichever store keeps the secrets, and reading them never touches the store.
+    records = Credentials(home_directory, "file")
+    remote = (TransportType.HTTP.value, TransportType.SSE.value)
+    return {
+        config.name: records.status_blocking(config.name, config.url if config.type in remote else None)
+        for config in configs
+    }
+
+
+def _login_document(status: LoginStatus) -> dict[str, object] | None:
+    if status.state is LoginState.NONE:
+        return None
+    return {
+        "state": status.state.value,
+        "reason": status.reason,
+        "expires_at": status.expires_at,
+        "refreshable": status.refreshable,
+        "scope": status.scope,
+    }
 
 
 def _statuses_before_dialing(loaded: LoadedConfig, home_directory: Path | None) -> dict[str, ServerStatus]:
@@ -131,6 +167,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
     loaded: LoadedConfig = load_config(workdir(arguments), home=home(arguments), trust=trust(arguments))
     configs = [loaded.servers[name] for name in sorted(loaded.servers)]
     statuses = _statuses_before_dialing(loaded, home(arguments))
+    logins = _logins(configs, home(arguments))
     project: ProjectTrust = TrustStore(loaded.workdir, home=home(arguments)).read()
     if arguments.json:
         write_json(
@@ -146,6 +183,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                         "state": _configured_state(config),
                         "tool_timeout_ms": config.tool_timeout_ms,
                         "fingerprint": config.fingerprint,
+                        "login": _login_document(logins[config.name]),
                         **_cached_document(statuses[config.name]),
                     }
                     for config in configs
@@ -165,11 +203,12 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                 config.type,
                 "yes" if config.enabled else "no",
                 _configured_state(config),
+                logins[config.name].display or "-",
                 config.origin,
             ]
             for config in configs
         ]
-        out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "ORIGIN"], rows) + "\n")
+        out.write(table(["NAME", "SOURCE", "TYPE", "ENABLED", "STATE", "LOGIN", "ORIGIN"], rows) + "\n")
         listed = [statuses[config.name] for config in configs]
         for block in (_cached_tools_block(listed), _warnings_block(listed)):
             if block:

@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TextIO, cast
 
-from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
+from wave_actors._cli.arguments import credentials, home, tool_arguments, trust, workdir
 from wave_actors._config import TransportType
 from wave_actors._console import (
     EXIT_OK,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from wave_actors._session import Session
     from wave_actors._status import ServerStatus, SessionSnapshot
 
-__all__ = ["call", "command_session", "connect", "status_document", "tools", "watch"]
+__all__ = ["call", "check_usable", "command_session", "connect", "status_document", "tools", "watch"]
 
 
 @asynccontextmanager
@@ -59,17 +59,17 @@ async def command_session(arguments: argparse.Namespace) -> AsyncGenerator[Sessi
     has the host's watchdog: killed, even with SIGKILL, it leaves no server
     behind (R-KILL-7).
 
-    :param arguments: the parsed command line (``--workdir``, ``--home``, ``--trust``).
+    :param arguments: the parsed command line (``--workdir``, ``--home``, ``--trust``, ``--credentials``).
     :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
     """
     from wave_actors._host import Host
 
     directory = workdir(arguments)
-    async with Host.open(home=home(arguments)) as host:
+    async with Host.open(home=home(arguments), credentials=credentials(arguments)) as host:
         yield await host.create_session(directory, trust=trust(arguments))
 
 
-def _check_usable(session: Session, name: str) -> None:
+def check_usable(session: Session, name: str) -> None:
     """Refuse, with exit 2, a server the configuration cannot dial."""
     names = [status.name for status in session.servers()]
     if name not in names:
@@ -95,16 +95,19 @@ async def connect(session: Session, name: str) -> ServerStatus:
     :param session: the command's session.
     :param name: the server.
     :returns: its status once connected.
-    :raises CommandFailed: the configuration cannot dial it (exit 2), or the dial failed (exit 1).
+    :raises CommandFailed: the configuration cannot dial it (exit 2), or the dial failed (exit 1; a
+        server that asks for a login says to run ``login``).
     """
-    from wave_actors._errors import WaveActorsError
+    from wave_actors._errors import LoginRequired, WaveActorsError
 
-    _check_usable(session, name)
+    check_usable(session, name)
     for diagnostic in session.diagnostics:
         if diagnostic.server == name:
             sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
     try:
         return await session.connect(name)
+    except LoginRequired as error:
+        fail(f"{error}; to log in, run: {PROGRAM} login {name}")
     except WaveActorsError as error:
         fail(error)
 

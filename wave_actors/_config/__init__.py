@@ -25,6 +25,8 @@ from wave_actors._config.model import (
     MAX_TOOL_TIMEOUT_MS as MAX_TOOL_TIMEOUT_MS,
     Diagnostic as Diagnostic,
     LoadedConfig as LoadedConfig,
+    OAuthGrant as OAuthGrant,
+    OAuthSettings as OAuthSettings,
     ServerConfig as ServerConfig,
     Severity as Severity,
     ShutdownGraces as ShutdownGraces,

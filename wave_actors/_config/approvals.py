@@ -97,7 +97,7 @@ LOCK_TIMEOUT: Final = 10.0
 
 _MODE: Final = 0o600
 _DIGEST_LENGTH: Final = 16
-_SCALAR_FIELDS: Final = ("type", "command", "args", "cwd", "url")
+_SCALAR_FIELDS: Final = ("type", "command", "args", "cwd", "url", "oauth")
 
 ApprovedBy = Literal["approve", "trusted folder"]
 """How an approval came to be: an explicit ``approve``, or the settings of a folder the user trusts."""
@@ -119,7 +119,7 @@ class Approval:
 
     :param fingerprint: the entry's fingerprint when it was approved (R-CFG-8).
     :param salt: random, per approval; every digest is salted with it.
-    :param fields: the digest of ``type``, ``command``, ``args``, ``cwd`` and ``url``.
+    :param fields: the digest of ``type``, ``command``, ``args``, ``cwd`` and ``url``, and of ``oauth`` when set.
     :param env: the digest of each variable's value, by name.
     :param headers: the digest of each header's value, by name.
     :param approved_at: when, in seconds since the epoch.
@@ -171,7 +171,8 @@ class Approval:
 
 def _field_digests(config: ServerConfig, salt: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     fields = connection_fields(config)
-    scalars = {name: _digest(salt, fields[name]) for name in _SCALAR_FIELDS}
+    # An entry without an oauth object has no such field (R-AUTH-1): absent, as in an approval made before it.
+    scalars = {name: _digest(salt, fields[name]) for name in _SCALAR_FIELDS if name in fields}
     env = {name: _digest(salt, value) for name, value in config.env.items()}
     headers = {name: _digest(salt, value) for name, value in config.headers.items()}
     return scalars, env, headers

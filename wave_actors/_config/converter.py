@@ -17,7 +17,8 @@ not something to guess at, so every hook registered here only *checks*:
   meaningful "do not wait");
 * lists, objects and :class:`~wave_actors._config.model.ToolOverride` must be
   JSON arrays / objects before cattrs' own hook walks their items;
-* :data:`SecretStr` (``env`` and ``headers`` values, ``url``): like ``str``,
+* :data:`SecretStr` (``env`` and ``headers`` values, ``url``, and
+  ``oauth.client_secret`` and ``oauth.private_key``): like ``str``,
   but a wrong value is described by its type only, never shown, since it may
   be a token written in the wrong place (R-CFG-12).
 
@@ -51,11 +52,13 @@ from wave_actors._config.redact import describe_secret
 __all__ = [
     "CONVERTER",
     "ENTRY_FIELDS",
+    "OAUTH_FIELDS",
     "SHUTDOWN_FIELDS",
     "EntryInvalid",
     "FieldProblem",
     "GraceMs",
     "RawEntry",
+    "RawOAuth",
     "RawShutdown",
     "SecretStr",
     "ToolTimeoutMs",
@@ -86,6 +89,28 @@ SHUTDOWN_FIELDS: Final = frozenset(field.name for field in attrs.fields(RawShutd
 
 
 @attrs.frozen
+class RawOAuth:
+    """An entry's ``oauth`` object as written, type-checked; its meaning is checked by the entry (R-AUTH-1).
+
+    ``client_secret`` and ``private_key`` are :data:`SecretStr`: a wrong value
+    is described by its type only (R-CFG-12).
+    """
+
+    redirect_uri: str | None = None
+    client_id: str | None = None
+    client_secret: SecretStr | None = None
+    scopes: tuple[str, ...] | None = None
+    client_metadata_url: str | None = None
+    grant_type: str | None = None
+    private_key: SecretStr | None = None
+    issuer: str | None = None
+
+
+OAUTH_FIELDS: Final = frozenset(field.name for field in attrs.fields(RawOAuth))
+"""The settings an ``oauth`` object may hold; others are ignored with a warning."""
+
+
+@attrs.frozen
 class RawEntry:
     """One entry's fields as written, type-checked but not yet interpreted.
 
@@ -106,6 +131,7 @@ class RawEntry:
     tool_timeout_ms: ToolTimeoutMs = ToolTimeoutMs(DEFAULT_TOOL_TIMEOUT_MS)
     tool_overrides: dict[str, ToolOverride] | None = None
     shutdown: RawShutdown | None = None
+    oauth: RawOAuth | None = None
 
 
 ENTRY_FIELDS: Final = frozenset(field.name for field in attrs.fields(RawEntry))
@@ -252,6 +278,7 @@ def _make_converter() -> cattrs.Converter:
         (ToolOverride, _only_objects),
         (dict[str, ToolOverride], _only_objects),  # after ToolOverride: it embeds that hook
         (RawShutdown, _only_objects),  # after GraceMs | None: it embeds that hook
+        (RawOAuth, _only_objects),  # after the scalars and tuple[str, ...]: it embeds their hooks
     ]
     for container, check in checks:
         hook = check(converter.get_structure_hook(container))

@@ -32,6 +32,14 @@ Decisions where the specification is silent:
 * Diagnostics never show the values of ``env``, ``headers`` or ``url``, not
   even when they have the wrong type: ``"headers": "Authorization: Bearer ..."``
   is "a string" (R-CFG-12).
+* ``oauth`` (R-AUTH-1) is a remote field, dropped with a warning on a stdio
+  entry. Its URLs must be absolute ``http(s)`` URLs (an ``http`` redirect URI
+  only on a loopback host), its scopes single words, and its grant one of
+  the two the library drives; a ``client_secret`` needs a ``client_id``, and
+  ``client_credentials`` needs a ``client_id`` with a ``client_secret`` or a
+  ``private_key``. Every string in it is ``${VAR}``-expanded in file
+  sources, like ``headers``; it is part of the fingerprint only when present,
+  so entries without one keep theirs.
 * ``shutdown`` (R-KILL-9) is a stdio field: an http or sse server has no
   process to stop, so there it is dropped with a warning like ``args``. It is
   not part of the fingerprint, so changing it never restarts a server: a
@@ -51,17 +59,20 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, TypeGuard, cast
+from urllib.parse import urlsplit
 
 import attrs
 
 from wave_actors._config.converter import (
     ENTRY_FIELDS,
+    OAUTH_FIELDS,
     SHUTDOWN_FIELDS,
     EntryInvalid,
     RawEntry,
+    RawOAuth,
     describe_value,
     structure_strictly,
 )
@@ -69,6 +80,8 @@ from wave_actors._config.expand import expand_variables
 from wave_actors._config.fingerprint import connection_fingerprint
 from wave_actors._config.model import (
     Diagnostic,
+    OAuthGrant,
+    OAuthSettings,
     ServerConfig,
     Severity,
     ShutdownGraces,
@@ -76,6 +89,7 @@ from wave_actors._config.model import (
     ToolOverride,
     TransportType,
 )
+from wave_actors._config.redact import redact_url
 from wave_actors._config.sources import resolve_workdir
 from wave_actors._errors import ConfigError
 
@@ -98,7 +112,8 @@ EXPANDED_SOURCES: Final = frozenset({Source.PROJECT, Source.USER})
 
 _TYPE_ALIASES: Final = {"streamable-http": TransportType.HTTP.value}
 _STDIO_FIELDS: Final = ("command", "args", "env", "cwd", "shutdown")
-_REMOTE_FIELDS: Final = ("url", "headers")
+_REMOTE_FIELDS: Final = ("url", "headers", "oauth")
+_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 _OVERRIDE_FIELDS: Final = frozenset(field.name for field in attrs.fields(ToolOverride))
 _SUGGESTIONS: Final = {"timeout": "tool_timeout_ms", "disabled": "enabled"}
 _SKIPPED: Final = "; the entry was skipped"
@@ -343,10 +358,13 @@ def _parse(
         shutdown=ShutdownGraces()
         if raw.shutdown is None
         else ShutdownGraces(raw.shutdown.eof_ms, raw.shutdown.term_ms),
+        oauth=None if raw.oauth is None else _oauth_settings(raw.oauth, report),
     )
     config = _fit_to_transport(config, report)
     if source in EXPANDED_SOURCES:
         config = _expand(config, environ, report)
+    if config.oauth is not None:
+        _check_oauth(config.oauth, report)
     if config.cwd is not None:
         config = attrs.evolve(config, cwd=os.path.normpath(workdir / config.cwd))
     return attrs.evolve(config, fingerprint=connection_fingerprint(config, str(workdir)))
@@ -359,6 +377,12 @@ def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> No
         suggestion = _SUGGESTIONS.get(str(key))
         hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
         report.warn(f"unknown field {key!r} was ignored{hint}", str(key))
+    oauth = fields.get("oauth")
+    if isinstance(oauth, Mapping):
+        for key in cast(Mapping[object, object], oauth):
+            if key not in OAUTH_FIELDS:
+                known = ", ".join(sorted(OAUTH_FIELDS))
+                report.warn(f"unknown oauth setting {key!r} was ignored (known: {known})", "oauth")
     shutdown = fields.get("shutdown")
     if isinstance(shutdown, Mapping):
         for key in cast(Mapping[object, object], shutdown):
@@ -413,7 +437,7 @@ def _fit_to_transport(config: ServerConfig, report: _Report) -> ServerConfig:
     cleared: dict[str, object]
     if transport is TransportType.STDIO:
         required, foreign = "command", _REMOTE_FIELDS
-        cleared = {"url": None, "headers": {}}
+        cleared = {"url": None, "headers": {}, "oauth": None}
     else:
         required, foreign = "url", _STDIO_FIELDS
         cleared = {"command": None, "args": (), "env": {}, "cwd": None, "shutdown": ShutdownGraces()}
@@ -441,4 +465,116 @@ def _expand(config: ServerConfig, environ: Mapping[str, str], report: _Report) -
         env={key: expanded(value, f"env[{key!r}]") for key, value in config.env.items()},
         url=None if config.url is None else expanded(config.url, "url"),
         headers={key: expanded(value, f"headers[{key!r}]") for key, value in config.headers.items()},
+        oauth=None if config.oauth is None else _expand_oauth(config.oauth, expanded),
     )
+
+
+def _expand_oauth(oauth: OAuthSettings, expanded: Callable[[str, str], str]) -> OAuthSettings:
+    def field(value: str | None, name: str) -> str | None:
+        return None if value is None else expanded(value, f"oauth.{name}")
+
+    return attrs.evolve(
+        oauth,
+        redirect_uri=field(oauth.redirect_uri, "redirect_uri"),
+        client_id=field(oauth.client_id, "client_id"),
+        client_secret=field(oauth.client_secret, "client_secret"),
+        scopes=None
+        if oauth.scopes is None
+        else tuple(expanded(scope, f"oauth.scopes[{index}]") for index, scope in enumerate(oauth.scopes)),
+        client_metadata_url=field(oauth.client_metadata_url, "client_metadata_url"),
+        private_key=field(oauth.private_key, "private_key"),
+        issuer=field(oauth.issuer, "issuer"),
+    )
+
+
+def _oauth_settings(raw: RawOAuth, report: _Report) -> OAuthSettings:
+    """The ``oauth`` object's fields, its grant read; what they mean is checked after expansion (R-AUTH-1)."""
+    grant = OAuthGrant.AUTHORIZATION_CODE
+    if raw.grant_type is not None:
+        try:
+            grant = OAuthGrant(raw.grant_type)
+        except ValueError:
+            known = " or ".join(repr(each.value) for each in OAuthGrant)
+            raise report.reject(
+                f"grant_type is {_quoted(raw.grant_type)}; expected {known}", "oauth.grant_type"
+            ) from None
+    return OAuthSettings(
+        redirect_uri=raw.redirect_uri,
+        client_id=raw.client_id,
+        client_secret=raw.client_secret,
+        scopes=raw.scopes,
+        client_metadata_url=raw.client_metadata_url,
+        grant=grant,
+        private_key=raw.private_key,
+        issuer=raw.issuer,
+    )
+
+
+def _check_oauth(oauth: OAuthSettings, report: _Report) -> None:
+    """Reject an ``oauth`` object that cannot work, naming the field; secrets are never shown (R-AUTH-1, R-CFG-12)."""
+    if oauth.redirect_uri is not None:
+        problem = _url_problem(oauth.redirect_uri, https_only=False)
+        scheme, host = _scheme_host(oauth.redirect_uri)
+        if problem is None and scheme == "http" and host not in _LOOPBACK_HOSTS:
+            problem = "an http redirect URI must be on a loopback host (127.0.0.1, [::1] or localhost); use https"
+        if problem is not None:
+            raise report.reject(f"{problem}: {_quoted(redact_url(oauth.redirect_uri))}", "oauth.redirect_uri")
+    if oauth.client_metadata_url is not None:
+        problem = _url_problem(oauth.client_metadata_url, https_only=True)
+        if problem is None and urlsplit(oauth.client_metadata_url).path in ("", "/"):
+            problem = "a client metadata URL needs a path"
+        if problem is not None:
+            raise report.reject(
+                f"{problem}: {_quoted(redact_url(oauth.client_metadata_url))}", "oauth.client_metadata_url"
+            )
+    if oauth.issuer is not None and (problem := _url_problem(oauth.issuer, https_only=False)) is not None:
+        raise report.reject(f"{problem}: {_quoted(redact_url(oauth.issuer))}", "oauth.issuer")
+    if oauth.client_id is not None and not oauth.client_id.strip():
+        raise report.reject("client_id must not be empty", "oauth.client_id")
+    if oauth.scopes is not None:
+        if not oauth.scopes:
+            raise report.reject(
+                "scopes is an empty list; leave it out to ask for what the server suggests", "oauth.scopes"
+            )
+        for index, scope in enumerate(oauth.scopes):
+            if not scope or any(character.isspace() for character in scope):
+                raise report.reject(
+                    f"a scope is one word without spaces, got {_quoted(scope)}", f"oauth.scopes[{index}]"
+                )
+    if oauth.client_secret is not None and oauth.client_id is None:
+        raise report.reject(
+            "client_secret is set without client_id: say which client it is the secret of", "oauth.client_secret"
+        )
+    if oauth.grant is OAuthGrant.CLIENT_CREDENTIALS:
+        if oauth.client_id is None or (oauth.client_secret is None) == (oauth.private_key is None):
+            raise report.reject(
+                "client_credentials needs client_id and one of client_secret or private_key", "oauth.grant_type"
+            )
+        for unused in ("redirect_uri", "client_metadata_url"):
+            if getattr(oauth, unused) is not None:
+                report.warn(f"client_credentials does not use {unused}; it was ignored", f"oauth.{unused}")
+    elif oauth.private_key is not None:
+        raise report.reject(
+            'private_key signs a machine client\'s assertion: it needs "grant_type": "client_credentials"',
+            "oauth.private_key",
+        )
+
+
+def _scheme_host(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower()
+
+
+def _url_problem(url: str, *, https_only: bool) -> str | None:
+    """Why ``url`` is not an absolute ``http(s)`` URL (``https`` only, if so asked), or ``None``."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        return "not a valid URL"
+    schemes = ("https",) if https_only else ("http", "https")
+    if parts.scheme.lower() not in schemes or not parts.hostname:
+        return f"expected an absolute {' or '.join(schemes)} URL"
+    if parts.fragment:
+        return "a URL here must not have a fragment"
+    return None

@@ -1,7 +1,7 @@
 """What makes two configured servers "the same server" (R-CFG-8).
 
 A fingerprint is a short hex digest of the fields that decide *what gets
-started or dialed*, after ``${VAR}`` expansion, plus the workdir the entry was
+started or dialed*, after ``${VAR}`` expansion (``oauth`` among them, R-AUTH-1), plus the workdir the entry was
 loaded for. Anything else (``enabled``, ``tool_timeout_ms``,
 ``tool_overrides``, ``shutdown``, where the entry came from, key order in the file) leaves it
 unchanged, so the tool snapshot cache (R-CACHE-1) and live-session
@@ -15,9 +15,9 @@ import hashlib
 import json
 from typing import Final
 
-from wave_actors._config.model import ServerConfig
+from wave_actors._config.model import OAuthSettings, ServerConfig
 
-__all__ = ["FINGERPRINT_LENGTH", "connection_fields", "connection_fingerprint"]
+__all__ = ["FINGERPRINT_LENGTH", "connection_fields", "connection_fingerprint", "oauth_fields"]
 
 FINGERPRINT_LENGTH: Final = 16
 """Hex characters kept from the SHA-256 digest: 64 bits, plenty to tell a
@@ -32,9 +32,11 @@ def connection_fields(config: ServerConfig) -> dict[str, object]:
     each, so that it can say which of them changed since (R-CFG-10).
 
     :param config: the entry, after expansion.
-    :returns: ``type``, ``command``, ``args``, ``cwd``, ``url``, ``env`` and ``headers``.
+    :returns: ``type``, ``command``, ``args``, ``cwd``, ``url``, ``env`` and
+        ``headers``, and ``oauth`` for an entry that has one (so that an entry
+        without one keeps the fingerprint it had before the field existed).
     """
-    return {
+    fields: dict[str, object] = {
         "type": config.type,
         "command": config.command,
         "args": list(config.args),
@@ -42,6 +44,23 @@ def connection_fields(config: ServerConfig) -> dict[str, object]:
         "url": config.url,
         "env": dict(config.env),
         "headers": dict(config.headers),
+    }
+    if config.oauth is not None:
+        fields["oauth"] = oauth_fields(config.oauth)
+    return fields
+
+
+def oauth_fields(oauth: OAuthSettings) -> dict[str, object]:
+    """An ``oauth`` object's settings as plain JSON values, secrets included (they are hashed, never shown)."""
+    return {
+        "redirect_uri": oauth.redirect_uri,
+        "client_id": oauth.client_id,
+        "client_secret": oauth.client_secret,
+        "scopes": None if oauth.scopes is None else list(oauth.scopes),
+        "client_metadata_url": oauth.client_metadata_url,
+        "grant": oauth.grant.value,
+        "private_key": oauth.private_key,
+        "issuer": oauth.issuer,
     }
 
 

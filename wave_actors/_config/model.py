@@ -19,7 +19,7 @@ from typing import Final
 
 import attrs
 
-from wave_actors._config.redact import redact_mapping, redact_url
+from wave_actors._config.redact import MASK, redact_mapping, redact_url
 from wave_actors._frozen import freeze_mapping
 
 __all__ = [
@@ -28,6 +28,8 @@ __all__ = [
     "MAX_TOOL_TIMEOUT_MS",
     "Diagnostic",
     "LoadedConfig",
+    "OAuthGrant",
+    "OAuthSettings",
     "ServerConfig",
     "Severity",
     "ShutdownGraces",
@@ -110,6 +112,64 @@ class ShutdownGraces:
     term_ms: int | None = None
 
 
+class OAuthGrant(str, enum.Enum):
+    """How a remote server's OAuth tokens are obtained (R-AUTH-1)."""
+
+    AUTHORIZATION_CODE = "authorization_code"
+    """A person logs in in a browser (PKCE); the host drives the login (R-AUTH-2)."""
+    CLIENT_CREDENTIALS = "client_credentials"
+    """A machine client: the tokens are asked for with the client's own secret or key, no person involved."""
+
+
+def _masked_secret(value: str | None) -> str:
+    return repr(None if value is None else MASK)
+
+
+def _masked_optional_url(url: str | None) -> str:
+    return repr(None if url is None else redact_url(url))
+
+
+@attrs.frozen
+class OAuthSettings:
+    """An entry's ``oauth`` object: what the server's authorization server needs to know of this client (R-AUTH-1).
+
+    Every field is optional: an entry needs no ``oauth`` object to log in, as
+    discovery and dynamic client registration start when the server asks.
+    ``repr()`` masks the secrets (R-CFG-12).
+
+    :param redirect_uri: the callback registered with the authorization
+        server. An ``http`` loopback URI (``127.0.0.1``, ``[::1]`` or
+        ``localhost``) is served by the library's listener on its port;
+        anything else is completed by the host passing the callback back.
+        ``None``: a loopback URI on a free port.
+    :param client_id: a client registered in advance (no dynamic registration).
+    :param client_secret: its secret, if it is a confidential client.
+    :param scopes: the scopes to ask for, in place of what the server suggests.
+    :param client_metadata_url: an ``https`` URL with a path where this client's
+        metadata document lives, used as its ``client_id`` by servers that
+        accept client metadata documents (in place of registering).
+    :param grant: :attr:`OAuthGrant.AUTHORIZATION_CODE` (a person logs in) or
+        :attr:`OAuthGrant.CLIENT_CREDENTIALS` (a machine client: ``client_id``
+        with ``client_secret`` or ``private_key``).
+    :param private_key: a PEM private key that signs the client's assertion
+        (``private_key_jwt``) for the client-credentials grant.
+    :param issuer: the authorization server the client's credentials belong
+        to: with it, they are only ever sent to that server.
+
+    ``repr()`` masks ``client_secret`` and ``private_key``, and every query
+    value of its URLs (R-CFG-12).
+    """
+
+    redirect_uri: str | None = attrs.field(default=None, repr=_masked_optional_url)
+    client_id: str | None = None
+    client_secret: str | None = attrs.field(default=None, repr=_masked_secret)
+    scopes: tuple[str, ...] | None = None
+    client_metadata_url: str | None = attrs.field(default=None, repr=_masked_optional_url)
+    grant: OAuthGrant = OAuthGrant.AUTHORIZATION_CODE
+    private_key: str | None = attrs.field(default=None, repr=_masked_secret)
+    issuer: str | None = attrs.field(default=None, repr=_masked_optional_url)
+
+
 def _masked_mapping(values: Mapping[str, str]) -> str:
     return repr(redact_mapping(values))
 
@@ -135,6 +195,9 @@ class ServerConfig:
     :param cwd: the child's working directory (``None``: the host's).
     :param url: the endpoint of an http or sse server.
     :param headers: HTTP headers sent with every request.
+    :param oauth: an http or sse server's OAuth settings, ``None`` when the
+        entry has no ``oauth`` object (a login still works: discovery starts
+        when the server asks, R-AUTH-1).
     :param enabled: ``False`` keeps the entry listed but it is never dialed (R-CFG-6).
     :param description: what the server is for, in a few words; the working set
         shows it as the server's purpose (R-WS-3). Not part of the fingerprint.
@@ -162,6 +225,7 @@ class ServerConfig:
     cwd: str | None = None
     url: str | None = attrs.field(default=None, repr=_masked_url)
     headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=freeze_mapping, repr=_masked_mapping)
+    oauth: OAuthSettings | None = None
     enabled: bool = True
     description: str | None = None
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS

@@ -24,7 +24,8 @@ SDK's session, by rewriting what travels on the SDK's streams:
   request is found by the id at either end of the message
   (:func:`oversized_message`).
 
-The error answers it makes carry a :class:`Refusal` as their ``data``: a
+The error answers it makes carry a :class:`Refusal` as their ``data`` (or,
+for a request its OAuth stopped, the error itself, :func:`authorization_answer`): a
 Python object no server can send, so
 :func:`~wave_actors._transport.failures.classify` can tell them from the
 server's own errors. :func:`checked_streams` wraps a transport's streams for
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Self, cast
 import trio
 
 from wave_actors._config.redact import describe_secret
+from wave_actors._errors import WaveActorsError
 from wave_actors._transport.progress import ProgressRoutes
 from wave_actors._transport.server_requests import ServerRequests
 
@@ -54,6 +56,7 @@ __all__ = [
     "Refusal",
     "ToolListingCheck",
     "answered_id",
+    "authorization_answer",
     "checked_streams",
     "malformed_answer",
     "misaddressed_answer",
@@ -218,6 +221,21 @@ def misaddressed_answer(request_id: RequestId, what: str) -> SessionMessage:
     """
     text = f"the server sent {what} in reply to this request: a protocol error; it was dropped"
     return _error_answer(request_id, text, Refusal.MISADDRESSED)
+
+
+def authorization_answer(request_id: RequestId, error: WaveActorsError) -> SessionMessage:
+    """An error answer for a request the connection's OAuth stopped before the server served it (R-AUTH-2).
+
+    The server asked for a login or for more scope (:class:`~wave_actors.LoginRequired`),
+    a machine client's credentials were refused, or the credential store could
+    not be read. The error itself is the answer's ``data``: the request's caller
+    gets it as it is (:mod:`.failures`).
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    answer = ErrorData(code=_INTERNAL_ERROR, message=str(error), data=error)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
 
 
 def unsendable_request(message: SessionMessage, error: Exception) -> SessionMessage | None:

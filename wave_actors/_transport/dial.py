@@ -39,6 +39,7 @@ from wave_actors._transport.server_requests import ServerRequests
 if TYPE_CHECKING:
     import mcp_types
 
+    from wave_actors._auth.credentials import Credentials
     from wave_actors._transport.stdio import StdioProcess
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TransportOptions", "client_implementation", "open_connection"]
@@ -53,6 +54,7 @@ async def open_connection(
     *,
     options: TransportOptions = TransportOptions(),
     on_notification: Callable[[mcp_types.ServerNotification], None] | None = None,
+    credentials: Credentials | None = None,
 ) -> AsyncGenerator[Connection, None]:
     """Open, initialize and yield a :class:`Connection` to ``config``'s server.
 
@@ -65,9 +67,13 @@ async def open_connection(
     :param options: transport settings.
     :param on_notification: called (synchronously, must not block) with each
         server notification, e.g. ``notifications/tools/list_changed``.
+    :param credentials: where a remote server's OAuth login is kept (R-AUTH-1);
+        ``None``: requests carry no OAuth token, and a server that asks for
+        one refuses them as it refuses wrong headers.
     :raises ConfigError: the entry's type is unknown or it lacks a command or url.
     :raises DialError: spawning, connecting or the handshake failed; the
         message carries the tail of the server's stderr.
+    :raises LoginRequired: the server asks for an OAuth login (R-AUTH-2).
     :raises ServerUnavailable: the transport failed after the handshake in a
         way that ends the block early (the SDK's HTTP clients raise out of
         their task groups when the server vanishes). A loss the transport
@@ -124,7 +130,11 @@ async def open_connection(
     client_info = Implementation(name=name, version=version)
     with DialBoundary(config.name) as boundary:
         async with (
-            _open_streams(config, options, on_lost, on_renewed, goodbye_due) as (read_stream, write_stream, process),
+            _open_streams(config, options, on_lost, on_renewed, goodbye_due, credentials) as (
+                read_stream,
+                write_stream,
+                process,
+            ),
             trio.open_nursery() as answering,
         ):
             boundary.stderr = process.stderr if process is not None else None
@@ -178,6 +188,7 @@ async def _open_streams(
     on_lost: Callable[[str], None],
     on_renewed: Callable[[], None],
     goodbye_due: Callable[[], bool],
+    credentials: Credentials | None,
 ) -> AsyncGenerator[tuple[Any, Any, StdioProcess | None], None]:
     """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
     if config.transport is TransportType.STDIO:
@@ -194,6 +205,11 @@ async def _open_streams(
             yield read_stream, write_stream, process
         return
     async with open_remote_transport(
-        config, options=options, on_lost=on_lost, on_renewed=on_renewed, goodbye_due=goodbye_due
+        config,
+        options=options,
+        on_lost=on_lost,
+        on_renewed=on_renewed,
+        goodbye_due=goodbye_due,
+        credentials=credentials,
     ) as (read_stream, write_stream):
         yield read_stream, write_stream, None

@@ -67,6 +67,8 @@ class Failure(enum.Enum):
     """The server's answer was malformed, or broke the tool's own output schema."""
     TOO_LARGE = enum.auto()
     """The server's answer passed the transport's limit on one message and was dropped; the connection is fine."""
+    AUTHORIZATION = enum.auto()
+    """The connection's OAuth stopped the request: a login is needed, or credentials were refused (R-AUTH-2)."""
 
 
 @attrs.frozen
@@ -114,6 +116,8 @@ def classify(error: Exception) -> Failure:
         refusal = error.data
         if isinstance(refusal, Refusal):
             return _REFUSALS[refusal]
+        if isinstance(refusal, WaveActorsError):
+            return Failure.AUTHORIZATION
         return table.by_code.get(error.code, Failure.ANSWERED)
     for types, failure in table.by_type:
         if isinstance(error, types):
@@ -142,6 +146,8 @@ def request_error(
     if isinstance(error, WaveActorsError):
         return error
     failure = classify(error)
+    if failure is Failure.AUTHORIZATION:
+        return _authorization_error(error)
     prefix = f"server {server!r}: {request}"
     if failure is Failure.TIMED_OUT:
         after = f" after {timeout:g} s" if timeout is not None else ""
@@ -172,6 +178,8 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
     """
     if isinstance(error, WaveActorsError):
         return error
+    if classify(error) is Failure.AUTHORIZATION:
+        return _authorization_error(error)
     message = f"server {server!r}: connect failed: {_detail(error)}"
     if stderr is not None and (tail := stderr.tail()):
         message += "\n  stderr:\n    " + tail.replace("\n", "\n    ")
@@ -205,6 +213,13 @@ def http_refusal(status: int, phrase: str, *, origin: str, said: str | None = No
     elif status == 404:
         text += f": check the entry's url in {origin}"
     return text
+
+
+def _authorization_error(answer: Exception) -> WaveActorsError:
+    """The error an :func:`~.answers.authorization_answer` carries, as its request's caller gets it."""
+    carried = cast("MCPError", answer).data
+    assert isinstance(carried, WaveActorsError)
+    return carried
 
 
 def _detail(error: Exception) -> str:

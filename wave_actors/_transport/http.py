@@ -30,6 +30,12 @@ SDK) and the JSON-RPC messages on the SDK's streams.
   answer is rewritten to name the limit
   (:func:`~wave_actors._transport.answers.oversized_answer`). The connection
   itself is fine and stays up.
+- **OAuth** (R-AUTH-1). The HTTP client carries the connection's
+  :class:`~wave_actors._auth.provider.ConnectionAuth`: stored tokens on
+  every request, refreshed when due. A request it stops for want of a login
+  is answered with :class:`~wave_actors.LoginRequired` (:mod:`.http_posts`),
+  which is not rewritten as a refused status. Requests carrying tokens or the
+  entry's headers follow redirects only within their origin (the SDK's rule).
 - **Answers to the server's own requests stay in their session** (R-TOOL-13).
   A request of the server's is tagged with the session it came on; its
   answer is sent with that session's id, and dropped if the session was
@@ -51,6 +57,7 @@ import attrs
 import trio
 
 from wave_actors._config import ServerConfig
+from wave_actors._errors import WaveActorsError
 from wave_actors._transport.answers import oversized_answer
 from wave_actors._transport.failures import http_refusal
 from wave_actors._transport.redaction import redact_text
@@ -262,6 +269,9 @@ class _HttpSession:
             self._sent.pop(request_id, None)
             return item
         error = message.error
+        if isinstance(error.data, WaveActorsError):
+            self._sent.pop(request_id, None)
+            return item  # the connection's OAuth answered it (a login is needed): its words stand (R-AUTH-2)
         if refused is not None and refused.status == 404 and refused.session_id is not None:
             request = self._sent.get(request_id)
             if replayed:
@@ -462,6 +472,7 @@ async def open_http_transport(
     on_lost: Callable[[str], None],
     on_renewed: Callable[[], None],
     goodbye_due: Callable[[], bool],
+    auth: httpx2.Auth | None = None,
 ) -> AsyncGenerator[tuple[Any, Any], None]:
     """Yield ``(read_stream, write_stream)`` to ``config``'s streamable HTTP server.
 
@@ -474,6 +485,7 @@ async def open_http_transport(
     :param on_renewed: called after the session was renewed.
     :param goodbye_due: asked when the block is left: whether to end the
         server-side session (no for a lost connection).
+    :param auth: the connection's OAuth (R-AUTH-1), on every request of its HTTP client.
     """
     assert config.url is not None
     import anyio
@@ -486,7 +498,7 @@ async def open_http_transport(
     timeout = httpx2.Timeout(options.http_timeout, read=_READ_TIMEOUT)
     hooks = {"request": [session.on_request], "response": [session.on_response]}
     async with (
-        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout, event_hooks=hooks) as client,
+        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout, event_hooks=hooks, auth=auth) as client,
         open_request_posts(config.url, http_client=client, max_message_bytes=options.max_message_bytes) as (
             sdk_read,
             sdk_write,

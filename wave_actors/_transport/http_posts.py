@@ -29,6 +29,12 @@ replaced, through :class:`RequestPosts`, a subclass that
   JSON body whole, whatever its size; here past
   ``TransportOptions.max_message_bytes`` it is dropped unread and its
   request fails naming the limit (:func:`~.answers.oversized_answer`).
+- **A request the connection's OAuth stops fails alone** (R-AUTH-2). The
+  SDK lets an exception of the HTTP client's auth flow end the transport's
+  whole task group; here a request that needs a login (or whose machine
+  credentials were refused) is answered with that error
+  (:func:`~.answers.authorization_answer`), a notification is dropped with a
+  line in the log, and the connection goes on.
 
 Imported only by :func:`~.http.open_http_transport` (it imports the SDK's
 HTTP client, which a host with only stdio servers never loads).
@@ -36,13 +42,14 @@ HTTP client, which a host with only stdio servers never loads).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
 import httpx2
-from mcp.client.streamable_http import StreamableHTTPTransport, StreamWriter
+from mcp.client.streamable_http import RequestContext, StreamableHTTPTransport, StreamWriter
 from mcp.shared._context_streams import create_context_streams  # the SDK's own streams, as its opener makes them
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
@@ -52,15 +59,19 @@ from mcp_types import (
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
+    JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 
-from wave_actors._transport.answers import misaddressed_answer, oversized_answer
+from wave_actors._errors import WaveActorsError
+from wave_actors._transport.answers import authorization_answer, misaddressed_answer, oversized_answer
 
 __all__ = ["RequestPosts", "open_request_posts"]
+
+logger = logging.getLogger(__name__)
 
 
 def _same_request(answered: RequestId, asked: RequestId) -> bool:
@@ -104,6 +115,18 @@ class RequestPosts(StreamableHTTPTransport):
             if request_id is not None:
                 self.abandon(request_id)
         return False
+
+    async def _handle_post_request(self, ctx: RequestContext) -> None:
+        try:
+            await super()._handle_post_request(ctx)
+        except WaveActorsError as error:
+            await _refused_by_authorization(ctx, error)
+
+    async def _handle_resumption_request(self, ctx: RequestContext) -> None:
+        try:
+            await super()._handle_resumption_request(ctx)
+        except WaveActorsError as error:
+            await _refused_by_authorization(ctx, error)
 
     def _owned(self, message: JSONRPCMessage, request_id: RequestId) -> SessionMessage:
         """``message``, come on the POST of ``request_id``, as it may reach the session."""
@@ -155,6 +178,15 @@ class RequestPosts(StreamableHTTPTransport):
         if sse.id and resumption_callback is not None:
             await resumption_callback(sse.id)
         return isinstance(message, JSONRPCResponse | JSONRPCError)
+
+
+async def _refused_by_authorization(ctx: RequestContext, error: WaveActorsError) -> None:
+    """A message the connection's OAuth stopped: a request is answered with the error; a notification is dropped."""
+    message = ctx.session_message.message
+    if isinstance(message, JSONRPCRequest):
+        await ctx.read_stream_writer.send(authorization_answer(message.id, error))
+    else:
+        logger.info("a notification was not sent: %s", error)
 
 
 @asynccontextmanager

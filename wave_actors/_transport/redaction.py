@@ -23,6 +23,7 @@ import re
 from typing import Final
 
 from wave_actors._config import redact_url
+from wave_actors._config.redact import MASK
 
 __all__ = ["SDK_LOGGERS", "RedactingFilter", "install_log_redaction", "redact_text"]
 
@@ -33,6 +34,9 @@ SDK_LOGGERS: Final = (
     "mcp.client.session",
     "mcp.shared._httpx_utils",
     "mcp.shared.jsonrpc_dispatcher",
+    "mcp.client.auth.oauth2",
+    "mcp.client.auth.utils",
+    "mcp.client.auth.extensions.client_credentials",
     "httpx2",
     "httpcore2.connection",
     "httpcore2.http11",
@@ -49,15 +53,32 @@ children, so each module's logger is named.
 # A URL as it appears in running text: a scheme, then everything up to a space or a quote.
 _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 
+# OAuth secrets as an error may quote them (R-AUTH-3): a bearer token, or a
+# token field of a JSON or form body (an SDK error about a malformed answer shows its input).
+_SECRET_FIELDS: Final = (
+    r"access_token|refresh_token|id_token|client_secret|code_verifier|code|assertion|client_assertion"
+)
+_AUTHORIZATION: Final = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]+")
+_JSON_SECRET: Final = re.compile(rf"""(\\?["'](?:{_SECRET_FIELDS})\\?["']\s*:\s*\\?["'])[^"'\\]*""")
+_FORM_SECRET: Final = re.compile(rf"(\b(?:{_SECRET_FIELDS})=)[^&\s'\"]+")
+
 
 def redact_text(text: str) -> str:
-    """``text`` with every URL in it passed through :func:`~wave_actors._config.redact_url`.
+    """``text`` with every URL in it passed through :func:`~wave_actors._config.redact_url`, and OAuth secrets masked.
+
+    A bearer token and the token fields of a JSON or form body
+    (``access_token``, ``refresh_token``, ``client_secret``, ``code``, ...)
+    keep their names and lose their values (R-AUTH-3).
 
     :param text: any text, e.g. an exception's message.
     """
-    if "://" not in text:
+    if "://" in text:
+        text = _URL.sub(lambda match: redact_url(match.group(0)), text)
+    if not any(marker in text for marker in ("earer", "token", "secret", "code", "assertion")):
         return text
-    return _URL.sub(lambda match: redact_url(match.group(0)), text)
+    text = _AUTHORIZATION.sub(lambda match: f"{match.group(1)}{match.group(2)}{MASK}", text)
+    text = _JSON_SECRET.sub(lambda match: f"{match.group(1)}{MASK}", text)
+    return _FORM_SECRET.sub(lambda match: f"{match.group(1)}{MASK}", text)
 
 
 class RedactingFilter(logging.Filter):

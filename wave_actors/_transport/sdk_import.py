@@ -42,10 +42,13 @@ logger = logging.getLogger(__name__)
 # anyio finds its trio backend on first use, a module the SDK's first call would import on trio's thread.
 _DIAL_CORE: Final = ("mcp.client.session", "mcp.shared.message", "mcp.shared.exceptions", "anyio._backends._trio")
 
+# A remote connection's OAuth (the SDK's client, R-AUTH-1) and the login a host may start on it (R-AUTH-2).
+_REMOTE_AUTH: Final = ("wave_actors._auth.provider", "wave_actors._auth.flow")
+
 DIAL_MODULES: Final[Mapping[TransportType, tuple[str, ...]]] = {
     TransportType.STDIO: (*_DIAL_CORE, "wave_actors._transport.stdio"),
-    TransportType.HTTP: (*_DIAL_CORE, "mcp.client.streamable_http", "httpx2"),
-    TransportType.SSE: (*_DIAL_CORE, "mcp.shared._httpx_utils", "httpx2"),
+    TransportType.HTTP: (*_DIAL_CORE, "mcp.client.streamable_http", "httpx2", *_REMOTE_AUTH),
+    TransportType.SSE: (*_DIAL_CORE, "mcp.shared._httpx_utils", "httpx2", *_REMOTE_AUTH),
 }
 """What a dial of each transport imports: the client session, and the transport's own modules."""
 

@@ -18,7 +18,9 @@ Here:
   a dead stdio process closing its pipes is.
 
 Redirects are followed only within the endpoint's origin, with the SDK's own
-helpers, as its client does.
+helpers, as its client does. The HTTP client carries the connection's OAuth
+(R-AUTH-1): a stream the server refuses for want of a login fails the dial
+with :class:`~wave_actors.LoginRequired`, a POST so refused fails its request.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ from urllib.parse import urljoin, urlsplit
 import trio
 
 from wave_actors._config import ServerConfig
-from wave_actors._transport.answers import malformed_answer, oversized_message, unsendable_request
+from wave_actors._errors import WaveActorsError
+from wave_actors._transport.answers import (
+    authorization_answer,
+    malformed_answer,
+    oversized_message,
+    unsendable_request,
+)
 from wave_actors._transport.eventstream import Event, EventParser, Oversized
 from wave_actors._transport.failures import http_refusal
 from wave_actors._transport.redaction import redact_text
@@ -59,7 +67,11 @@ class _Refused(ConnectionError):
 
 @asynccontextmanager
 async def open_sse_transport(
-    config: ServerConfig, *, options: TransportOptions, on_lost: Callable[[str], None]
+    config: ServerConfig,
+    *,
+    options: TransportOptions,
+    on_lost: Callable[[str], None],
+    auth: httpx2.Auth | None = None,
 ) -> AsyncGenerator[tuple[Any, Any], None]:
     """Yield ``(read_stream, write_stream)`` to ``config``'s SSE server.
 
@@ -67,6 +79,8 @@ async def open_sse_transport(
     :param options: ``http_timeout`` (connect, write and pool waits) and
         ``max_message_bytes`` (one event).
     :param on_lost: called when the event stream ends or fails.
+    :param auth: the connection's OAuth (R-AUTH-1), on the stream and every POST.
+    :raises LoginRequired: the server asks for a login before it opens the stream.
     :raises ConnectionError: the server refused the stream (naming the HTTP
         status), or it ended before naming its message endpoint.
     """
@@ -79,7 +93,7 @@ async def open_sse_transport(
     url = config.url
     timeout = httpx2.Timeout(options.http_timeout, read=_READ_TIMEOUT)
     async with (
-        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
+        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout, auth=auth) as client,
         stream_within_origin(client, "GET", url, headers=_STREAM_HEADERS) as response,
     ):
         if response.status_code >= 300:
@@ -201,6 +215,10 @@ async def _post_messages(
             try:
                 payload = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
                 response = await request_within_origin(client, "POST", endpoint, json=payload)
+            except WaveActorsError as error:  # the connection's OAuth stopped it: a login is needed (R-AUTH-2)
+                if request_id is not None:
+                    await _answer(read_send, authorization_answer(request_id, error))
+                continue
             except (ValueError, TypeError) as error:  # it cannot be written as JSON: nothing was sent
                 answer = unsendable_request(item, error)
                 if answer is not None:
