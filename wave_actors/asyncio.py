@@ -98,6 +98,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, final
 
 from wave_actors._asyncio.mirror import SnapshotMirror, publish
 from wave_actors._asyncio.runtime import RuntimeClosed, TrioRuntime
+from wave_actors._auth import Credentials, CredentialStore, LoginStatus, StoreChoice
 from wave_actors._config import Diagnostic, TrustMode
 from wave_actors._errors import WaveActorsError
 from wave_actors._host import Host as _TrioHost, PendingDestroy
@@ -318,6 +319,27 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         chosen = None if plugins is None else tuple(plugins)
         return await self._command(lambda: self._session.reconfigure(mcp_servers, plugins=chosen))
 
+    async def logout(self, name: str) -> bool:
+        """Remove remote server ``name``'s login, in every process of this machine (R-AUTH-3).
+
+        As :meth:`wave_actors.Session.logout`: a live connection of the server
+        is dialed again without the login. Logging in is the trio face's
+        :meth:`wave_actors.Session.login` for now (its flow is a trio object).
+
+        :returns: whether a login was stored.
+        :raises UnknownServer: no such server.
+        :raises CredentialStoreError: the credential store could not be written.
+        """
+        return await self._command(lambda: self._session.logout(name))
+
+    async def login_status(self, name: str) -> LoginStatus:
+        """How remote server ``name``'s login stands: needed, or stored until when; never a token (R-AUTH-3).
+
+        :raises UnknownServer: no such server.
+        """
+        session = self._session
+        return await self._runtime.run(lambda: session.login_status(name))
+
     async def aclose(self) -> None:
         """Close the session and return once every process it started is gone (R-KILL-4). Idempotent.
 
@@ -361,9 +383,11 @@ class Host(metaclass=NoPublicConstructor):
         hook_timeout: float = 5.0,
         watchdog: bool = True,
         subreaper: bool = False,
+        cgroups: bool = True,
         client_info: tuple[str, str] | None = None,
         project: ProjectOptions = ProjectOptions(),
         watch_config: bool = False,
+        credentials: Credentials | StoreChoice | CredentialStore | None = None,
     ) -> AsyncGenerator[Host, None]:
         """Run a host, in a trio thread of its own, for the duration of an ``async with`` block.
 
@@ -379,10 +403,13 @@ class Host(metaclass=NoPublicConstructor):
         :param watchdog: keep a watchdog process that reclaims every server
             family within 2 s if this process dies without closing the host (R-KILL-7).
         :param subreaper: make this process a child subreaper (Linux; R-KILL-6).
+        :param cgroups: run every server family in a cgroup of its own where the process may (Linux; R-KILL-10).
         :param client_info: the ``(name, version)`` every server is told in ``initialize``.
         :param project: how the connections of ``ownership="project"`` sessions are shared (R-SCOPE).
         :param watch_config: reconcile live workdirs by itself when their configuration files change.
-        :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+        :param credentials: where remote servers' OAuth logins are kept (R-AUTH-3):
+            ``"keyring"`` (the default), ``"file"``, a store or a :class:`~wave_actors.Credentials`.
+        :raises TypeError: ``client_info`` is not a pair of non-empty strings, or ``credentials`` is none of those.
         """
         hooks = tuple(before_destroy)
         faces: list[Host] = []  # the face, once it exists: hooks are handed the session's face
@@ -401,9 +428,11 @@ class Host(metaclass=NoPublicConstructor):
                 hook_timeout=hook_timeout,
                 watchdog=watchdog,
                 subreaper=subreaper,
+                cgroups=cgroups,
                 client_info=client_info,
                 project=project,
                 watch_config=watch_config,
+                credentials=credentials,
             )
 
         async with TrioRuntime.open(hold, name="wave-actors host") as (runtime, host):
@@ -472,6 +501,27 @@ class Host(metaclass=NoPublicConstructor):
         face = self._sessions.get(session.id)
         if face is not None and face._session is session and session.closed:  # pyright: ignore[reportPrivateUsage]
             del self._sessions[session.id]
+
+    async def logout(self, name: str) -> bool:
+        """Remove server ``name``'s login, in every process of this machine; live connections drop it (R-AUTH-3).
+
+        As :meth:`wave_actors.Host.logout`, for every session of the host
+        that has a server of that name.
+
+        :returns: whether a login was stored.
+        :raises CredentialStoreError: the credential store could not be written.
+        """
+        host, runtime, faces = self._host, self._runtime, self.sessions()
+
+        async def logout() -> bool:
+            try:
+                return await host.logout(name)
+            finally:  # the redials it started show in each session's snapshot, as after a command
+                for face in faces:
+                    trio_session, mirror = face._session, face._mirror  # pyright: ignore[reportPrivateUsage]
+                    runtime.post(mirror.update, trio_session.snapshot(), trio_session.closed)
+
+        return await runtime.run(logout)
 
     def get_session(self, session_id: str) -> Session:
         """The live session with that id.
@@ -572,6 +622,7 @@ async def open_session(
     trust: TrustMode = "all",
     options: SessionOptions = SessionOptions(),
     client_info: tuple[str, str] | None = None,
+    credentials: Credentials | StoreChoice | CredentialStore | None = None,
 ) -> AsyncGenerator[Session, None]:
     """A session for an asyncio host with a single session, in a trio thread of its own (R-AIO-1).
 
@@ -586,8 +637,10 @@ async def open_session(
     :param trust: ``"approved"`` loads a project entry only when approved (R-CFG-10).
     :param options: dial, reconnect and reclamation settings.
     :param client_info: the ``(name, version)`` servers are told in ``initialize``.
+    :param credentials: where remote servers' OAuth logins are kept (R-AUTH-3):
+        ``"keyring"`` (the default), ``"file"``, a store or a :class:`~wave_actors.Credentials`.
     :raises ConfigError: ``workdir`` does not exist or is not a directory.
-    :raises TypeError: ``client_info`` is not a pair of non-empty strings.
+    :raises TypeError: ``client_info`` is not a pair of non-empty strings, or ``credentials`` is none of those.
     """
     chosen = tuple(plugins)
 
@@ -601,6 +654,7 @@ async def open_session(
             trust=trust,
             options=options,
             client_info=client_info,
+            credentials=credentials,
         ) as session:
             yield session, _mirrored(runtime, session)
 

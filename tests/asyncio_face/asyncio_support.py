@@ -32,7 +32,9 @@ async def idle_session(
     tmp_path: Path, servers: Mapping[str, Mapping[str, object]], *, options: SessionOptions = FAST_SESSION
 ) -> AsyncIterator[Session]:
     """An asyncio-face session of ``servers`` in ``tmp_path``, nothing dialed yet; every process reclaimed on exit."""
-    async with open_session(workdir=tmp_path, home=tmp_path / "home", mcp_servers=servers, options=options) as session:
+    async with open_session(
+        workdir=tmp_path, home=tmp_path / "home", mcp_servers=servers, options=options, credentials="file"
+    ) as session:
         yield session
 
 

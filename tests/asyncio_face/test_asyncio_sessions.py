@@ -23,6 +23,7 @@ from process_support import requests_cancelled, server_processes, tools_called
 
 from wave_actors import (
     LoadMode,
+    LoginState,
     ServerState,
     ServerUnavailable,
     ToolTimeout,
@@ -371,6 +372,25 @@ def test_open_session_reclaims_on_exit_and_its_aclose_waits_for_the_reclamation(
             await session.aclose()  # idempotent
         async with connected_session(tmp_path, {"f": fault_server_entry()}) as session:
             assert len(server_processes()) == 1
+        assert no_server_left()
+
+    run(scenario())
+
+
+def test_login_status_and_logout_cross_to_the_trio_session_with_its_answers_and_errors(
+    tmp_path: Path, run: Run
+) -> None:
+    # R-AUTH-3 through the asyncio face: a server without a login has nothing to log out of; its
+    # live connection is dialed again, as under trio, and the redial shows in the snapshot the
+    # command hands over; an unknown name is the trio face's UnknownServer.
+    async def scenario() -> None:
+        async with connected_session(tmp_path, {"a": fault_server_entry()}) as session:
+            generation = session.server("a").generation
+            assert (await session.login_status("a")).state is LoginState.NONE
+            assert await session.logout("a") is False
+            assert session.server("a").state is ServerState.CONNECTED and session.server("a").generation == generation + 1
+            with pytest.raises(UnknownServer):
+                await session.logout("nope")
         assert no_server_left()
 
     run(scenario())

@@ -12,9 +12,22 @@ def _public(cls: type) -> set[str]:
     return {name for name in dir(cls) if not name.startswith("_")}
 
 
+# A login is a trio object (an async context manager yielding a flow whose methods are trio's),
+# and so is the host's credential store: for now they are reached through the trio face.
+TRIO_ONLY = {"login", "credentials"}
+
+
 def test_host_and_session_have_the_trio_faces_names_and_no_others() -> None:
-    assert _public(face.Session) == _public(wave_actors.Session)
-    assert _public(face.Host) == _public(wave_actors.Host)
+    assert _public(face.Session) == _public(wave_actors.Session) - TRIO_ONLY
+    assert _public(face.Host) == _public(wave_actors.Host) - TRIO_ONLY
+
+
+def test_the_openers_take_the_trio_openers_parameters() -> None:
+    def parameters(function: object) -> dict[str, object]:
+        return {name: p.default for name, p in inspect.signature(function).parameters.items()}  # type: ignore[arg-type]
+
+    assert parameters(face.Host.open) == parameters(wave_actors.Host.open)
+    assert parameters(face.open_session) == parameters(wave_actors.open_session)
 
 
 def test_every_public_name_of_the_face_is_documented() -> None:
