@@ -15,6 +15,7 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.race_storm_project [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
+    python -m benchmarks.scale [--quick] [--steps 10,100,1000] [--samples N] [--live-servers N]
     python -m benchmarks.tool_cache [--quick] [--projects N] [--tools N]
     python -m benchmarks.working_set
 
@@ -43,6 +44,7 @@ SCENARIOS: tuple[str, ...] = (
     "race_storm_project",
     "reclaim_latency",
     "reference",
+    "scale",
     "tool_cache",
     "working_set",
 )
