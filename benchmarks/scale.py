@@ -110,6 +110,27 @@ async def _heartbeat(delays: list[float], stop: trio.Event) -> None:
         delays.append(max(0.0, trio.current_time() - expected))
 
 
+class _CollectionTimer:
+    """Times every garbage collection while installed (``gc.callbacks``): a stall's usual cause, named."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
+        self._started = 0.0
+
+    def __call__(self, phase: str, information: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((information["generation"], time.perf_counter() - self._started))
+
+    def __enter__(self) -> _CollectionTimer:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self)
+
+
 async def _call_load(sessions: list[Any], callers: int, seconds: float) -> tuple[int, list[float]]:
     """``callers`` tasks calling ``echo`` in a loop for ``seconds``; the calls made and the heartbeat's delays."""
     delays: list[float] = []
@@ -253,7 +274,9 @@ async def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
                 step["figures"] = figures
                 phase(f"{mode}: {size} sessions, heartbeat under call load")
                 callers = population if mode == "project" else [load]
-                calls, delays = await _call_load(callers, arguments.callers, arguments.load_seconds)
+                with _CollectionTimer() as collections:
+                    calls, delays = await _call_load(callers, arguments.callers, arguments.load_seconds)
+                step["gc_pauses"] = collections.pauses
                 step["load_calls_per_s"] = calls / arguments.load_seconds
                 step["tick_delays"] = delays
                 result["steps"][str(size)] = step
@@ -339,6 +362,12 @@ async def _spawn_worker(arguments: argparse.Namespace, progress: Progress, label
     return json.loads(completed.stdout.decode().strip().splitlines()[-1])
 
 
+def _longest_full(runs: list[dict[str, Any]], size: str) -> float:
+    """The longest generation-2 collection seen under call load at ``size``, in seconds (NaN: none ran)."""
+    pauses = [seconds for run in runs for generation, seconds in run["steps"][size]["gc_pauses"] if generation == 2]
+    return max(pauses, default=math.nan)
+
+
 def _ms(values: list[float]) -> tuple[float, float]:
     milliseconds = [value * 1000 for value in values]
     return median(milliseconds), percentile(milliseconds, 0.99)
@@ -389,7 +418,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 f"{per_step(mode, str(size), 'tasks_per_session'):.2f} tasks/session, "
                 f"worst tick {max(ticks[str(size)], default=math.nan):.1f} ms, "
                 f"{per_step(mode, str(size), 'load_calls_per_s'):.0f} calls/s under load, "
-                f"{per_step(mode, str(size), 'gc_tracked_objects'):,.0f} GC-tracked objects"
+                f"{per_step(mode, str(size), 'gc_tracked_objects'):,.0f} GC-tracked objects, "
+                f"longest full collection under load {_longest_full(results[mode], str(size)) * 1000:.1f} ms"
                 for size in steps
             ),
             "status read: the sampled session's first servers() (a snapshot built), right after its create; "
@@ -439,6 +469,11 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                 "KiB",
             ),
             info(f"trio tasks per session at {last}, ownership={mode}", per_step(mode, last, "tasks_per_session")),
+            info(
+                f"longest full garbage collection under load at {last} sessions, ownership={mode}",
+                _longest_full(results[mode], last) * 1000,
+                "ms",
+            ),
         ]
     left = max(run["left_after_close"] for mode in MODES for run in results[mode])
     outcome.headlines.append(at_most("processes left after the host closed", float(left), 0, invariant=True))
