@@ -222,9 +222,11 @@ class ProjectScope:
     def _changed(self, slots: Collection[Slot]) -> None:
         """The group changed: the sessions using ``slots`` see it; a connection withdrawn leaves them."""
         for slot in slots:
-            if slot not in self.group.actors and slot in self._users:
+            if slot in self.group.actors:
+                continue
+            self._stamps.pop(slot, None)  # withdrawn: no session reads its stamp any more
+            if slot in self._users:
                 users = self._users.pop(slot)
-                self._stamps.pop(slot, None)
                 self._cancel_idle_timer(slot)
                 for session in users:
                     if session.slots.get(slot.name) == slot:
