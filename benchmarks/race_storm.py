@@ -203,7 +203,7 @@ class Ledger:
     samples: int = 0
     last_sample: float = 0.0
     # The latest periods only: a soak samples for an hour, and the ledger must not grow with it.
-    sample_seconds: deque[float] = attrs.field(factory=lambda: deque[float](maxlen=10_000))
+    sample_seconds: deque[float] = attrs.field(factory=lambda: deque[float](maxlen=1_000))
     most_servers_alive: int = 0
     most_per_actor: int = 0
     log_records: Counter[str] = attrs.field(factory=Counter[str])
