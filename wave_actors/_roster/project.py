@@ -486,8 +486,11 @@ class ProjectScope:
 
     # The scope's own end.
 
+    def _is_empty(self) -> bool:
+        return not self._attached and not self.group.actors and not self.group.retiring
+
     def _check_empty(self) -> None:
-        if not self._attached and not self.group.actors and not self.group.retiring:
+        if self._is_empty():
             self._empty.set()
 
     def close(self) -> None:
@@ -499,4 +502,9 @@ class ProjectScope:
 
     async def wait_empty(self) -> None:
         """Return once no session is attached and no connection is left (every idle timer fired)."""
-        await self._empty.wait()
+        while True:
+            await self._empty.wait()
+            # A session may have reserved the scope between the set and this task's turn: then it is not empty.
+            if self._is_empty():
+                return
+            self._empty = trio.Event()
