@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench conformance typecheck lint format clean
+.PHONY: demo test bench soak conformance typecheck lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/pyright
 
+# BENCH_FLAGS=--soak (or `make soak`): the hour-long soak alone; BENCH_FLAGS=--quick: smoke sizes.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(BENCH_FLAGS)
+
+soak: $(STAMP)
+	$(BIN)/python -m benchmarks --soak $(BENCH_FLAGS)
 
 # The official MCP conformance suite's client scenarios; needs node and npm (see conformance/README.md).
 conformance: $(STAMP)

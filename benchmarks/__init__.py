@@ -17,9 +17,14 @@ smoke run well under a minute). Each scenario also runs alone::
     python -m benchmarks.race_storm_asyncio [--duration SECONDS]
     python -m benchmarks.reclaim_latency
     python -m benchmarks.reference
+    python -m benchmarks.scale [--quick] [--steps 10,100,1000] [--samples N] [--live-servers N]
     python -m benchmarks.serve_overhead [--quick] [--calls N] [--rounds N]
+    python -m benchmarks.soak [--quick] [--duration SECONDS] [--sample-every SECONDS]
     python -m benchmarks.tool_cache [--quick] [--projects N] [--tools N]
     python -m benchmarks.working_set
+
+The soak (:mod:`benchmarks.soak`, an hour) is not among them: ``python -m
+benchmarks --soak`` (``make soak``) runs it alone.
 
 Every scenario prints its tables, writes ``benchmarks/results/<scenario>.json``
 (raw samples included) and shows a one-line progress display on stderr.
@@ -48,6 +53,7 @@ SCENARIOS: tuple[str, ...] = (
     "race_storm_asyncio",
     "reclaim_latency",
     "reference",
+    "scale",
     "serve_overhead",
     "tool_cache",
     "working_set",

@@ -31,13 +31,24 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenarios to run (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated scenarios to leave out")
     parser.add_argument(
-        "--duration", type=float, default=None, help="seconds of each race storm (default 60; --quick 5)"
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds of each race storm (default 60; --quick 5); with --soak, the soak's (3600)",
     )
     parser.add_argument("--seed", type=int, default=2026, help="random seed passed to every scenario")
+    parser.add_argument(
+        "--soak",
+        action="store_true",
+        help="run the soak alone: an hour of race storm and session churn, resources sampled every minute "
+        "(with --quick: a minute); never part of the default run",
+    )
     return parser.parse_args()
 
 
 def _selected(arguments: argparse.Namespace) -> list[str]:
+    if arguments.soak:
+        return ["soak"]
     only = [name for name in arguments.only.split(",") if name]
     skip = {name for name in arguments.skip.split(",") if name}
     unknown = (set(only) | skip) - set(SCENARIOS)
@@ -55,7 +66,7 @@ def main() -> None:
         command = [sys.executable, "-m", f"benchmarks.{name}", "--seed", str(arguments.seed)]
         if arguments.quick:
             command.append("--quick")
-        if name.startswith("race_storm") and arguments.duration is not None:
+        if (name.startswith("race_storm") or name == "soak") and arguments.duration is not None:
             command += ["--duration", str(arguments.duration)]
         print(f"=== {name}: {' '.join(command[1:])}", flush=True)
         scenario_started = time.monotonic()

@@ -40,7 +40,7 @@ import trio
 
 from benchmarks import processes
 from benchmarks.report import Headline, Progress, Table, at_most, info, median, ratio
-from benchmarks.scenario import Option, Outcome, main
+from benchmarks.scenario import Option, Outcome, main_or_worker, worker_parser
 
 NAME = "project_scale"
 MODES = ("session", "project")
@@ -310,18 +310,12 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
 
 
 def _worker_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME} --worker")
-    parser.add_argument("--worker", action="store_true")
+    parser = worker_parser(NAME, OPTIONS)
     parser.add_argument("--mode", choices=MODES, required=True)
-    for option in OPTIONS:
-        parser.add_argument("--" + option.name.replace("_", "-"), type=option.type, default=option.full)
     arguments = parser.parse_args(argv)
     result = trio.run(_worker, arguments)
     print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
-    if "--worker" in sys.argv[1:]:
-        _worker_main(sys.argv[1:])
-    else:
-        main(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run)
+    main_or_worker(NAME, sys.modules[__name__].__doc__ or NAME, OPTIONS, run, _worker_main)

@@ -95,7 +95,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -231,7 +231,8 @@ class Ledger:
     crashes: int = 0
     samples: int = 0
     last_sample: float = 0.0
-    sample_seconds: list[float] = attrs.field(factory=list[float])
+    # The latest periods only: a soak samples for an hour, and the ledger must not grow with it.
+    sample_seconds: deque[float] = attrs.field(factory=lambda: deque[float](maxlen=1_000))
     most_servers_alive: int = 0
     most_per_actor: int = 0
     log_records: Counter[str] = attrs.field(factory=Counter[str])

@@ -75,6 +75,30 @@ def parse(name: str, description: str, options: Sequence[Option], argv: Sequence
     return arguments
 
 
+def worker_parser(name: str, options: Sequence[Option]) -> argparse.ArgumentParser:
+    """The command line of a scenario's ``--worker`` process: ``--worker`` and every size at its full default.
+
+    A scenario whose measurements need a fresh interpreter runs each in a
+    worker (``python -m benchmarks.<name> --worker ...``); add its own
+    arguments (``--mode``) to the parser returned.
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name} --worker")
+    parser.add_argument("--worker", action="store_true")
+    for option in options:
+        parser.add_argument("--" + option.name.replace("_", "-"), type=option.type, default=option.full)
+    return parser
+
+
+def main_or_worker(
+    name: str, description: str, options: Sequence[Option], body: Body, worker: Callable[[list[str]], None]
+) -> None:
+    """Run the scenario, or with ``--worker`` on the command line, one of its workers (``worker(argv)``)."""
+    if "--worker" in sys.argv[1:]:
+        worker(sys.argv[1:])
+    else:
+        main(name, description, options, body)
+
+
 def main(name: str, description: str, options: Sequence[Option], body: Body, argv: Sequence[str] | None = None) -> None:
     """Run one scenario from the command line and exit with its status."""
     arguments = parse(name, description, options, argv)

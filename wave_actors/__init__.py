@@ -62,6 +62,7 @@ from wave_actors._failure_notices import (
     FailureWording as FailureWording,
     failure_notices as failure_notices,
 )
+from wave_actors._family.descriptors import FileDescriptors as FileDescriptors
 from wave_actors._host import DestroyHook as DestroyHook, Host as Host, PendingDestroy as PendingDestroy
 from wave_actors._instructions import (
     DEFAULT_WORDING as DEFAULT_WORDING,

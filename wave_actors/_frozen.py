@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["empty_mapping", "freeze_mapping"]
 
@@ -23,7 +23,15 @@ _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
 def freeze_mapping(value: Mapping[_Key, _Value] | None) -> Mapping[_Key, _Value]:
-    """A read-only copy of ``value`` (``None`` or empty gives the shared empty one)."""
+    """A read-only copy of ``value`` (``None`` or empty gives the shared empty one).
+
+    A mapping that is read-only already (a :class:`~types.MappingProxyType`,
+    as every record's field is) is kept as it is, not copied: a record made
+    from another's fields (a status's tool from its listing) shares them, so a
+    connection's tool schemas are held once, not once per record.
+    """
+    if type(value) is MappingProxyType:
+        return cast("Mapping[_Key, _Value]", value)
     return MappingProxyType(dict(value)) if value else _EMPTY
 
 

@@ -87,8 +87,13 @@ class Host(metaclass=NoPublicConstructor):
     ) -> None:
         self._nursery = nursery
         self._guard = guard
+        self._versions = itertools.count(1)  # one sequence for every session's snapshots (R-HOST-2)
         self._scopes = ProjectScopes(
-            nursery=nursery, options=options, project=project, cache_file=cache_directory(home)
+            nursery=nursery,
+            options=options,
+            project=project,
+            cache_file=cache_directory(home),
+            versions=self._versions,
         )
         self._home = home
         self._options = options
@@ -97,7 +102,6 @@ class Host(metaclass=NoPublicConstructor):
         self._sessions: dict[str, tuple[Session, SessionLifecycle]] = {}
         self._pending: dict[str, PendingDestroy] = {}
         self._reserved: set[str] = set()
-        self._versions = itertools.count(1)  # one sequence for every session's snapshots (R-HOST-2)
         self._closing = False
         self._client_info: tuple[str, str] | None = None
         self._watcher: ConfigWatcher | None = None

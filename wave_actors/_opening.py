@@ -59,7 +59,7 @@ async def open_owned_session(
     lifecycle: SessionLifecycle | None = None
     shared: SharedRoster | None = None
     if scopes is not None:
-        shared = await scopes.reserve(loaded.workdir, tool_cache, sources, versions)
+        shared = await scopes.reserve(loaded.workdir, tool_cache, sources)
     try:
         async with trio.open_nursery() as nursery:
             lifecycle = SessionLifecycle(parameters.session_id, nursery.cancel_scope)

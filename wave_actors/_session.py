@@ -130,7 +130,7 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         highest version it has seen never ignores a new session that reuses an id.
         """
         roster, snapshot = self._roster, self._snapshot
-        version = roster.version.value
+        version = roster.current_version()
         if snapshot is None or snapshot.version != version:
             servers = ((actor.config, actor.state) for actor in roster.actors.values())
             snapshot = self._snapshot = build_snapshot(
@@ -149,12 +149,13 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
         snapshot at least that new. Versions only grow. The iteration ends
         after the session closes, with a snapshot showing it closed.
         """
-        versions = self._roster.version
-        async for version in versions.eventual_values():
-            snapshot = self.snapshot()
-            yield snapshot
-            if self.closed and snapshot.version >= version and versions.value == snapshot.version:
-                return
+        roster = self._roster
+        with roster.watching():
+            async for version in roster.version.eventual_values():
+                snapshot = self.snapshot()
+                yield snapshot
+                if self.closed and snapshot.version >= version and roster.current_version() == snapshot.version:
+                    return
 
     async def wait_for(self, predicate: Callable[[SessionSnapshot], bool]) -> SessionSnapshot:
         """Wait until ``predicate(snapshot)`` holds, and return that snapshot.
@@ -185,9 +186,10 @@ class Session(SessionReads, metaclass=NoPublicConstructor):
                 return True
             return self.closed
 
-        versions = self._roster.version
-        if not holds(versions.value):
-            await versions.wait_value(holds)
+        roster = self._roster
+        if not holds(roster.current_version()):
+            with roster.watching():
+                await roster.version.wait_value(holds)
         if failed:
             raise failed[0]
         if not found:

@@ -145,6 +145,31 @@ def _host_death_document() -> dict[str, bool]:
     }
 
 
+def _descriptors_document() -> dict[str, int | None]:
+    """This process's file descriptors: what a dialing command could hold, and the limit (``ulimit -n``)."""
+    from wave_actors._family.descriptors import STDIO_SERVER_DESCRIPTORS, file_descriptors
+
+    usage = file_descriptors()
+    return {
+        "in_use": usage.in_use,
+        "soft_limit": usage.soft_limit,
+        "hard_limit": usage.hard_limit,
+        "per_stdio_server": STDIO_SERVER_DESCRIPTORS,
+        "stdio_servers_left": usage.stdio_servers_left,
+    }
+
+
+def _descriptors_line(document: dict[str, int | None]) -> str:
+    def shown(value: int | None) -> str:
+        return "unlimited" if value is None else f"{value:,}"
+
+    return (
+        f"file descriptors: {shown(document['in_use'])} in use, limit {shown(document['soft_limit'])} "
+        f"(`ulimit -n`; hard {shown(document['hard_limit'])}); room for {shown(document['stdio_servers_left'])} "
+        f"more stdio servers at {document['per_stdio_server']} each"
+    )
+
+
 def _host_death_line(document: dict[str, bool]) -> str:
     labels = {
         "watchdog": "watchdog",
@@ -191,6 +216,7 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
                 "diagnostics": [_diagnostic_document(diagnostic) for diagnostic in loaded.diagnostics],
                 "project_trust": trust_document(project),
                 "host_death": _host_death_document(),
+                "file_descriptors": _descriptors_document(),
             },
             out,
         )
@@ -222,4 +248,5 @@ def servers(arguments: argparse.Namespace, out: TextIO) -> int:
         for diagnostic in loaded.diagnostics:
             out.write(f"  {printable(str(diagnostic))}\n")
     out.write(f"\n{_host_death_line(_host_death_document())}\n")
+    out.write(f"{_descriptors_line(_descriptors_document())}\n")
     return EXIT_OK

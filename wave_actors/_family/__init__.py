@@ -16,6 +16,7 @@ and imports nothing of wave-actors above it.
 - :mod:`.cgroup`: a cgroup of its own for each family, where the host may
   make them, ended with ``cgroup.kill``.
 - :mod:`.registry`: every family the process runs, told to its guards.
+- :mod:`.descriptors`: the process's file descriptors, their limit, and the words for running out.
 
 Importing this package imports nothing: the watchdog program, which runs
 with the standard library only, loads :mod:`.procfs` through it.

@@ -39,7 +39,19 @@ class Roster(Protocol):
 
     @property
     def version(self) -> AsyncValue[int]:
+        """What to wait on for a change the session would see; current while :meth:`watching` is entered.
+
+        Read the version itself with :meth:`current_version`: a shared
+        connection's changes reach a session nobody is waiting on when it is read.
+        """
+        ...
+
+    def current_version(self) -> int:
         """Grows with every change the session would see; drawn from the host's one sequence (R-HOST-2)."""
+        ...
+
+    def watching(self) -> AbstractContextManager[None]:
+        """While entered, every change the session would see moves :attr:`version` at once, waking its waiters."""
         ...
 
     @property

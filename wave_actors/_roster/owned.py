@@ -81,6 +81,14 @@ class OwnedRoster:
         """The workdir's snapshots, the session's own latest included."""
         return self._group.tool_cache.cache
 
+    def current_version(self) -> int:
+        """:attr:`version`'s value: every change of the session's own servers moves it at once."""
+        return self.version.value
+
+    def watching(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to do: :attr:`version` is always current."""
+        return contextlib.nullcontext()
+
     def sharing(self) -> Mapping[str, SharedUse] | None:
         """``None``: nothing is shared."""
         return None

@@ -55,7 +55,15 @@ The rules, in the words of the configuration being the only source of truth:
 
 Status snapshots of every attached session change together: every change of
 a shared actor, and every attach and release (the reference count is part of
-each status, :class:`~wave_actors.SharedUse`), is told to each session using it.
+each status, :class:`~wave_actors.SharedUse`), is seen by each session using it.
+It is seen, not told: a change stamps the connection with a new version of the
+host's sequence, and a session's version is the newest of its own and its
+connections' stamps (:meth:`SharedRoster.current_version
+<wave_actors._roster.shared.SharedRoster.current_version>`), so an attach or a
+release costs the same with ten sessions on a connection as with a thousand.
+Only a session with someone waiting on its version (a ``watch``, a
+``wait_for``, a turn waiting for its servers: :meth:`ProjectScope.listen`) is
+woken, at once, by each change of a connection it uses.
 """
 
 from __future__ import annotations
@@ -63,7 +71,8 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, final
 
@@ -130,6 +139,7 @@ class ProjectScope:
     :param project: idle timeout, ready budget, dead threshold.
     :param tool_cache: the workdir's tool snapshots, read when the scope was made.
     :param cache_file: where the tool snapshot cache is written (R-CACHE-1).
+    :param versions: the host's one sequence of snapshot versions, for the connections' stamps (R-HOST-2).
     """
 
     def __init__(
@@ -141,10 +151,14 @@ class ProjectScope:
         project: ProjectOptions,
         tool_cache: ToolCache,
         cache_file: Path,
+        versions: Iterator[int],
     ) -> None:
         self.workdir = workdir
         self.project = project
         self._nursery = nursery
+        self._versions = versions
+        self._stamps: dict[Slot, int] = {}  # connection -> the version of its last change
+        self._listening: dict[Attached, int] = {}  # session -> how many of its callers wait on its version
         self.group: ActorGroup[Slot] = ActorGroup(
             workdir,
             nursery=nursery,
@@ -187,20 +201,38 @@ class ProjectScope:
             statuses.extend(snapshot.servers)
         return statuses
 
+    def stamp(self, slots: Iterable[Slot]) -> int:
+        """The version of the latest change of any of ``slots`` (0 for none)."""
+        stamps = self._stamps
+        return max((stamps.get(slot, 0) for slot in slots), default=0)
+
+    @contextmanager
+    def listen(self, session: Attached) -> Generator[None]:
+        """While entered, every change of a connection ``session`` uses is told to it at once (:meth:`Attached.changed`)."""
+        self._listening[session] = self._listening.get(session, 0) + 1
+        try:
+            yield
+        finally:
+            count = self._listening.get(session, 0) - 1
+            if count > 0:
+                self._listening[session] = count
+            else:
+                self._listening.pop(session, None)
+
     def _changed(self, slots: Collection[Slot]) -> None:
-        """The group changed: tell every session using one of ``slots``; a connection withdrawn leaves them."""
-        told: dict[Attached, None] = {}
+        """The group changed: the sessions using ``slots`` see it; a connection withdrawn leaves them."""
         for slot in slots:
-            users = self._users.get(slot, {})
-            told.update(users)
-            if slot not in self.group.actors and slot in self._users:
-                del self._users[slot]
+            if slot in self.group.actors:
+                continue
+            self._stamps.pop(slot, None)  # withdrawn: no session reads its stamp any more
+            if slot in self._users:
+                users = self._users.pop(slot)
                 self._cancel_idle_timer(slot)
                 for session in users:
                     if session.slots.get(slot.name) == slot:
                         session.drop(slot.name)
-        for session in told:
-            session.changed()
+                        session.changed()  # what it holds changed: its own version moves on
+        self._tell(slots)
 
     def _slot_of(self, name: str, config: ServerConfig) -> Slot | None:
         """The connection made for exactly ``config`` under ``name``, if the project has one."""
@@ -266,6 +298,7 @@ class ProjectScope:
                     )
                     actor.post(Reconnect())
             self._add_user(session, name, slot)
+        session.changed()
         self._tell(session.slots.values())
 
     def _add_user(self, session: Attached, name: str, slot: Slot) -> None:
@@ -285,6 +318,7 @@ class ProjectScope:
     def detach(self, session: Attached) -> None:
         """Release every reference of a closing session; the last reference to a connection starts its idle timer."""
         self._attached.pop(session, None)
+        self._listening.pop(session, None)
         slots = list(session.slots.values())
         for slot in slots:
             # The closed session keeps listing its servers (as disconnected), like a session-mode one.
@@ -293,10 +327,27 @@ class ProjectScope:
         self._check_empty()
 
     def _tell(self, slots: Iterable[Slot]) -> None:
-        """Tell every session that uses one of ``slots`` that its view changed (reference counts included)."""
+        """``slots`` changed (reference counts included): stamp them, and wake the sessions listening to one.
+
+        The cost is that of the listeners, never of every session using a
+        connection: the others see the stamp when they next read their version.
+        """
+        slots = [slot for slot in slots if slot in self.group.actors]
+        if not slots:
+            return
+        stamp = next(self._versions)
+        for slot in slots:
+            self._stamps[slot] = stamp
+        listening = self._listening
+        if not listening:
+            return
         told: dict[Attached, None] = {}
         for slot in slots:
-            told.update(self._users.get(slot, {}))
+            users = self._users.get(slot, {})
+            if len(users) <= len(listening):
+                told.update((session, None) for session in users if session in listening)
+            else:
+                told.update((session, None) for session in listening if session in users)
         for session in told:
             session.changed()
 
@@ -435,8 +486,11 @@ class ProjectScope:
 
     # The scope's own end.
 
+    def _is_empty(self) -> bool:
+        return not self._attached and not self.group.actors and not self.group.retiring
+
     def _check_empty(self) -> None:
-        if not self._attached and not self.group.actors and not self.group.retiring:
+        if self._is_empty():
             self._empty.set()
 
     def close(self) -> None:
@@ -448,4 +502,9 @@ class ProjectScope:
 
     async def wait_empty(self) -> None:
         """Return once no session is attached and no connection is left (every idle timer fired)."""
-        await self._empty.wait()
+        while True:
+            await self._empty.wait()
+            # A session may have reserved the scope between the set and this task's turn: then it is not empty.
+            if self._is_empty():
+                return
+            self._empty = trio.Event()

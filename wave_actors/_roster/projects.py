@@ -34,12 +34,20 @@ class ProjectScopes:
     :param options: the host's session options, for every shared server.
     :param project: the host's project options.
     :param cache_file: the tool snapshot cache file.
+    :param versions: the host's one sequence of snapshot versions (R-HOST-2).
     """
 
     def __init__(
-        self, *, nursery: trio.Nursery, options: SessionOptions, project: ProjectOptions, cache_file: Path
+        self,
+        *,
+        nursery: trio.Nursery,
+        options: SessionOptions,
+        project: ProjectOptions,
+        cache_file: Path,
+        versions: Iterator[int],
     ) -> None:
         self._nursery = nursery
+        self._versions = versions
         self._options = options
         self._project = project
         self._cache_file = cache_file
@@ -88,18 +96,15 @@ class ProjectScopes:
                 started.set()
             return scope
 
-    async def reserve(
-        self, workdir: str, tool_cache: ToolCache, sources: SessionSources, versions: Iterator[int]
-    ) -> SharedRoster:
+    async def reserve(self, workdir: str, tool_cache: ToolCache, sources: SessionSources) -> SharedRoster:
         """A new session's roster onto the workdir's scope, counted as attached from now on (so the scope stays).
 
         :param workdir: the resolved workdir.
         :param tool_cache: the workdir's tool snapshots, for a new scope.
         :param sources: the session's configuration sources.
-        :param versions: the host's one sequence of snapshot versions (R-HOST-2).
         """
         scope = await self.scope_for(workdir, tool_cache)
-        roster = SharedRoster(scope, sources, versions)
+        roster = SharedRoster(scope, sources, self._versions)
         scope.reserve(roster)  # no checkpoint since scope_for looked: the scope cannot have begun to end
         return roster
 
@@ -121,6 +126,7 @@ class ProjectScopes:
                     project=self._project,
                     tool_cache=tool_cache,
                     cache_file=self._cache_file,
+                    versions=self._versions,
                 )
                 self._scopes[workdir] = scope
                 task_status.started(scope)

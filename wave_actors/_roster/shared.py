@@ -11,7 +11,7 @@ due dials to the project and waits at most the ready budget (R-SCOPE-4).
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import MappingProxyType
 from typing import Literal, final
 
@@ -87,6 +87,17 @@ class SharedRoster:
         """The project's snapshots: the same whichever session saw them (R-CACHE-1)."""
         return self._scope.group.tool_cache.cache
 
+    def current_version(self) -> int:
+        """The newest of the session's own version and its connections' stamps; only its own once it let go."""
+        own = self.version.value
+        if self._closed:
+            return own
+        return max(own, self._scope.stamp(self._slots.values()))
+
+    def watching(self) -> AbstractContextManager[None]:
+        """Keep :attr:`version` current while a caller waits on it: each change of a connection wakes it."""
+        return self._scope.listen(self)
+
     def sharing(self) -> Mapping[str, SharedUse] | None:
         """How each of the session's servers is shared now; ``None`` once the session let go."""
         if self._closed:
@@ -148,7 +159,7 @@ class SharedRoster:
             # A posted dial is due until the actor takes it, then connecting until it settles.
             return self._closed or all(settled(actor.state) and not actor.lazy_dial_due() for actor in waiting)
 
-        with trio.move_on_after(budget):
+        with trio.move_on_after(budget), self.watching():
             await self.version.wait_value(ready)
 
     async def reconfigure(self) -> ReconfigureResult:

@@ -17,6 +17,7 @@ them, from a nursery of this connection's.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
@@ -166,8 +167,11 @@ async def open_connection(
                         progress=progress,
                     )
                     boundary.established = True
-                    async with trio.open_nursery() as watchers:
-                        if transport is not TransportType.STDIO and options.ping_interval is not None:
+                    # A stdio server's loss shows on its pipes; a remote one is pinged, by a nursery of its own
+                    # (a stdio connection opens none: an empty nursery costs each connection a kilobyte).
+                    pinged = transport is not TransportType.STDIO and options.ping_interval is not None
+                    async with trio.open_nursery() if pinged else contextlib.nullcontext() as watchers:
+                        if watchers is not None and options.ping_interval is not None:
                             watchers.start_soon(heartbeat, connection, options.ping_interval, options.ping_timeout)
                         try:
                             yield connection
@@ -176,7 +180,8 @@ async def open_connection(
                             raise
                         finally:
                             closing = True
-                            watchers.cancel_scope.cancel()
+                            if watchers is not None:
+                                watchers.cancel_scope.cancel()
             finally:
                 answering.cancel_scope.cancel()
 

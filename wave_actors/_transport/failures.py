@@ -18,6 +18,11 @@ here, and nowhere else, so nothing above the transport ever sees an
   :func:`~wave_actors._transport.stdio.open_stdio_transport`: :func:`spawn_error`
   for the ``OSError`` of a command that cannot be started.
 
+A process out of file descriptors (``EMFILE``, ``ENFILE``) is worded the same
+on every path: the count, the limit and what to do
+(:func:`~wave_actors._family.descriptors.exhausted_message`), never a bare
+"Too many open files".
+
 The SDK's and pydantic's classes are resolved the first time a failure is
 mapped, never at import: importing :mod:`wave_actors` must not import ``mcp``.
 """
@@ -34,6 +39,7 @@ import attrs
 import trio
 
 from wave_actors._errors import DialError, ServerUnavailable, ToolCallError, ToolTimeout, WaveActorsError
+from wave_actors._family.descriptors import exhausted_message, out_of_descriptors
 from wave_actors._transport.answers import Refusal
 from wave_actors._transport.redaction import redact_text
 from wave_actors._transport.stderr import StderrLog
@@ -194,6 +200,9 @@ def spawn_error(error: OSError, *, server: str, command: str) -> DialError:
     :param server: the server's name.
     :param command: the entry's command.
     """
+    exhausted = out_of_descriptors(error)
+    if exhausted is not None:
+        return DialError(f"server {server!r}: cannot start {command!r}: {exhausted_message(exhausted)}")
     return DialError(f"server {server!r}: cannot start {command!r}: {error.strerror or error}")
 
 
@@ -225,6 +234,9 @@ def _authorization_error(answer: Exception) -> WaveActorsError:
 def _detail(error: Exception) -> str:
     # An MCPError's str is its message; some trio and anyio errors have none. An HTTP
     # error names the URL it failed on, with the token in its query (R-CFG-12).
+    exhausted = out_of_descriptors(error)
+    if exhausted is not None:  # an HTTP connection, or a pipe of the dial, found no descriptor left
+        return exhausted_message(exhausted)
     return redact_text(str(error)) or type(error).__name__
 
 

@@ -204,6 +204,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spawner_in_child)
 
 
+def _three_pipes() -> tuple[int, int, int, int, int, int]:
+    """Three pipes' ends, read then write each; none left open if one cannot be made (out of descriptors)."""
+    ends: list[int] = []
+    try:
+        for _ in range(3):
+            ends.extend(os.pipe())
+    except OSError:
+        for fd in ends:
+            os.close(fd)
+        raise
+    return ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
+
+
 async def open_server_process(
     argv: Sequence[str],
     *,
@@ -236,9 +249,7 @@ async def open_server_process(
             cwd=cwd,
             start_new_session=True,
         )
-    stdin_read, stdin_write = os.pipe()
-    stdout_read, stdout_write = os.pipe()
-    stderr_read, stderr_write = os.pipe()
+    stdin_read, stdin_write, stdout_read, stdout_write, stderr_read, stderr_write = _three_pipes()
     child_ends = (stdin_read, stdout_write, stderr_write)
     our_ends = (stdin_write, stdout_read, stderr_read)
     environment = dict(env)

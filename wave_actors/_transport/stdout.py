@@ -118,8 +118,12 @@ class ServerOutput(trio.abc.AsyncResource):
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
-            return  # a kernel or sandbox without pidfds: the helper tasks do it
-        poll = select.epoll(3)
+            return  # a kernel or sandbox without pidfds, or no descriptor left: the helper tasks do it
+        try:
+            poll = select.epoll(3)
+        except OSError:
+            os.close(pidfd)
+            return
         for fd in (self._stdout_fd, self._stderr_fd, pidfd):
             assert fd is not None
             poll.register(fd, select.EPOLLIN)

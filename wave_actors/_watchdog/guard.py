@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from wave_actors._family import cgroup
+from wave_actors._family.descriptors import FileDescriptors, file_descriptors
 from wave_actors._family.parent_death import parent_death_signal_available
 from wave_actors._family.procfs import LINUX
 from wave_actors._family.registry import registry
@@ -60,6 +61,10 @@ class OrphanProtection:
         watchdog (R-KILL-10). ``False``: families are found by their tag,
         session and tree, and a process that leaves all three (a
         double-forked ``setsid`` daemon with an empty environment) escapes.
+    :param file_descriptors: the process's file descriptors when this was
+        read: in use, the limit, and room for how many more stdio servers
+        (:class:`~wave_actors.FileDescriptors`). A dial that finds none left
+        fails with an error naming the limit; the library never raises it.
     """
 
     watchdog: bool
@@ -68,6 +73,7 @@ class OrphanProtection:
     subreaper: bool
     parent_death_signal: bool
     cgroups: bool = False
+    file_descriptors: FileDescriptors | None = None
 
 
 def _cgroups_possible() -> tuple[bool, str]:
@@ -95,6 +101,7 @@ def default_protection() -> OrphanProtection:
         subreaper=False,
         parent_death_signal=parent_death_signal_available(),
         cgroups=_cgroups_possible()[0],
+        file_descriptors=file_descriptors(),
     )
 
 
@@ -116,6 +123,7 @@ class OrphanGuard:
             subreaper=self._subreaper,
             parent_death_signal=parent_death_signal_available(),
             cgroups=self._cgroups,
+            file_descriptors=file_descriptors(),
         )
 
 
