@@ -388,7 +388,9 @@ def test_login_status_and_logout_cross_to_the_trio_session_with_its_answers_and_
             generation = session.server("a").generation
             assert (await session.login_status("a")).state is LoginState.NONE
             assert await session.logout("a") is False
-            assert session.server("a").state is ServerState.CONNECTED and session.server("a").generation == generation + 1
+            assert (
+                session.server("a").state is ServerState.CONNECTED and session.server("a").generation == generation + 1
+            )
             with pytest.raises(UnknownServer):
                 await session.logout("nope")
         assert no_server_left()
