@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test bench conformance typecheck lint format clean
 
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "wave-actors needs Python 3.11 or later, and $(PYTHON) is $$($(PYTHON) --version 2>&1): run make PYTHON=python3.11 $(MAKECMDGOALS)" >&2; \
+		exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

@@ -24,6 +24,13 @@ def test_help_lists_every_subcommand_and_the_exit_codes() -> None:
     assert "exit codes: 0 ok, 1" in completed.stdout
 
 
+def test_version_prints_the_installed_version() -> None:
+    completed = run("--version")
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("wave-actors ") and completed.stderr == ""
+
+
 @pytest.mark.parametrize(
     "args",
     [(), ("frobnicate",), ("tools",), ("call", "echo"), ("watch", "--duration", "soon"), ("servers", "--bogus")],

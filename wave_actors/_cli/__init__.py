@@ -21,7 +21,7 @@ Subcommands::
     wave-actors approve SERVER...    approve project servers at their fingerprint;
                                      revoke SERVER... revokes them
 
-Every subcommand takes ``--json``; those that read configuration take
+``wave-actors --version`` prints the installed version. Every subcommand takes ``--json``; those that read configuration take
 ``--workdir`` (default: the current directory), ``--home`` (default:
 ``~/.wave``) and ``--trust`` (default: ``all``, as the library's); ``add`` and
 ``remove`` take the first two and edit through
@@ -65,7 +65,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 from wave_actors._cli.arguments import CommandParser, configured_options, output_options, seconds
 from wave_actors._cli.edit import add, add_edit_commands, remove, split_command_line
@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Supervised, leak-proof MCP server connections: inspect, dial and exercise configured servers.",
         epilog="exit codes: 0 ok, 1 tool error or server failure, 2 usage or configuration error",
     )
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     commands.add_parser(
         "servers",
@@ -149,6 +150,23 @@ def _parser() -> argparse.ArgumentParser:
     add_edit_commands(commands, output)
     add_trust_commands(commands, output)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("wave-actors")
+        except PackageNotFoundError:
+            installed = "(not installed: run from a source tree)"
+        sys.stdout.write(f"{PROGRAM} {installed}\n")
+        parser.exit(0)
 
 
 def _demo(arguments: argparse.Namespace, out: TextIO) -> int:
