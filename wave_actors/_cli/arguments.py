@@ -1,6 +1,8 @@
 """The options the ``wave-actors`` subcommands share, and reading their values (R-CLI).
 
-:class:`CommandParser` makes a usage error one line on stderr and exit 2.
+:class:`CommandParser` makes a usage error a :class:`~wave_actors._console.UsageError`
+(one line on stderr naming the subcommand's ``--help``, exit 2; with
+``--json``, a JSON object on stdout too), arguments left over included.
 The option groups are parent parsers that :func:`wave_actors._cli.main`'s
 parser gives each subcommand: :func:`output_options` (``--json``, every
 subcommand), :func:`configured_options` (``--workdir``, ``--home``,
@@ -28,11 +30,12 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, cast, get_args
+from typing import Any, NoReturn, cast, get_args
 
 from wave_actors._config import TrustMode
-from wave_actors._console import EXIT_USAGE, fail, one_line
+from wave_actors._console import EXIT_USAGE, UsageError, fail
 from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
 
 __all__ = [
@@ -49,14 +52,39 @@ __all__ = [
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr, exit 2."""
+    """An argument parser whose usage errors are :class:`~wave_actors._console.UsageError` (exit 2)."""
+
+    subcommands: dict[str, CommandParser]
+    """The parsers of the subcommands, by name (set by whoever adds them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands = {}
 
     def error(self, message: str) -> NoReturn:
-        """Exit with :data:`~wave_actors._console.EXIT_USAGE` and ``message`` as one line.
+        """Raise :class:`~wave_actors._console.UsageError` with ``message``, naming this parser's ``--help``.
 
         :param message: what argparse found wrong.
+        :raises UsageError: always.
         """
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+        raise UsageError(message, self.prog)
+
+    def parse_command_line(
+        self, argv: list[str], hint: Callable[[str, list[str]], str] | None = None
+    ) -> argparse.Namespace:
+        """Parse ``argv``; arguments left over are the chosen subcommand's error, pointing to its ``--help``.
+
+        :param argv: the arguments after the program name.
+        :param hint: ``hint(subcommand, leftovers)`` adds what was probably meant to the error.
+        :raises UsageError: the arguments are not what the subcommand takes.
+        """
+        arguments, leftovers = self.parse_known_args(argv)
+        if leftovers:
+            command = cast(str, arguments.command)
+            parser = self.subcommands.get(command, self)
+            said = hint(command, leftovers) if hint is not None else ""
+            parser.error(f"unrecognized arguments: {' '.join(leftovers)}{said}")
+        return arguments
 
 
 def seconds(text: str) -> float:

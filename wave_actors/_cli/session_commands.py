@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
 from wave_actors._config import TransportType
 from wave_actors._console import (
+    EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
     PROGRAM,
@@ -37,6 +38,7 @@ from wave_actors._console import (
     json_text,
     one_line,
     printable,
+    say_error,
     status_table,
     table,
     write_json,
@@ -193,7 +195,9 @@ async def call(arguments: argparse.Namespace, out: TextIO) -> int:
 
     :param arguments: the parsed command line.
     :param out: where the result goes.
-    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :returns: :data:`~wave_actors._console.EXIT_OK`, or
+        :data:`~wave_actors._console.EXIT_FAILURE` under ``--json`` when the tool
+        returned an error (the result, with ``isError``, is the JSON document).
     :raises CommandFailed: bad ``--args``, a server that cannot be dialed or
         an unknown tool (exit 2); a failed dial or call, or a tool that
         returned an error (exit 1).
@@ -213,14 +217,18 @@ async def call(arguments: argparse.Namespace, out: TextIO) -> int:
             result = await session.call_tool(matches[0], parsed)
         except WaveActorsError as error:
             fail(error)
+    text = _content_text(result)
+    failed = f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}"
     if arguments.json:
         write_json(result.model_dump(mode="json", by_alias=True, exclude_none=True), out)
-    text = _content_text(result)
+        if result.is_error:
+            say_error(failed, out)  # the result, with isError, is the JSON answer: no second document
+            return EXIT_FAILURE
+        return EXIT_OK
     if result.is_error:
-        fail(f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}")
-    if not arguments.json:
-        shown = printable(text)  # the server's text, for a terminal (R-CLI)
-        out.write(shown + ("\n" if shown and not shown.endswith("\n") else ""))
+        fail(failed)
+    shown = printable(text)  # the server's text, for a terminal (R-CLI)
+    out.write(shown + ("\n" if shown and not shown.endswith("\n") else ""))
     return EXIT_OK
 
 
@@ -248,23 +256,21 @@ def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -
 async def watch(arguments: argparse.Namespace, out: TextIO) -> int:
     """Connect every enabled server and print a status table (or a JSON line) per snapshot.
 
-    Runs until ``--duration`` ends or SIGINT, SIGTERM or SIGHUP arrives
-    (through :func:`~wave_actors.reclaim_on_signals`, so also in the
-    background of a non-interactive shell, where SIGINT is ignored by
-    default); either way every process is reclaimed before it returns.
+    Runs until ``--duration`` ends (exit 0) or SIGINT, SIGTERM or SIGHUP
+    arrives (exit 128 + N, like every command: its caller runs it under
+    :func:`~wave_actors.reclaim_on_signals`, so also in the background of a
+    non-interactive shell, where SIGINT is ignored by default); either way
+    every process is reclaimed before it returns.
 
     :param arguments: the parsed command line.
     :param out: where the snapshots go.
-    :returns: :data:`~wave_actors._console.EXIT_OK`.
+    :returns: :data:`~wave_actors._console.EXIT_OK` when ``--duration`` ends.
     :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
     """
     import trio
 
-    from wave_actors._watchdog.signals import reclaim_on_signals
-
     duration = cast(float | None, arguments.duration)
-    # A signal is how a watch normally ends: exit 0 once everything is reclaimed.
-    async with reclaim_on_signals(exit_on_signal=False), command_session(arguments) as session:
+    async with command_session(arguments) as session:
         for diagnostic in session.diagnostics:
             sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
         with trio.move_on_after(duration if duration is not None else math.inf):
