@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterable, Sequence
@@ -60,6 +61,7 @@ __all__ = [
     "say_error",
     "status_table",
     "table",
+    "terminal_width",
     "write_json",
 ]
 
@@ -240,6 +242,27 @@ def json_text(document: object, out: TextIO, *, indent: int | None = 2) -> str:
 def write_json(document: object, out: TextIO) -> None:
     """Write ``document`` to ``out`` as indented JSON (:func:`json_text`) and a newline."""
     out.write(json_text(document, out) + "\n")
+
+
+def terminal_width(out: TextIO) -> int | None:
+    """How wide a line of ``out`` may be, when ``out`` is a terminal: ``COLUMNS``, else the terminal's width.
+
+    ``None`` (no limit) for a file or a pipe, whatever ``COLUMNS`` says: what
+    a script or ``grep`` reads should be whole (and GNU readline exports
+    ``COLUMNS`` to the children of any program that loaded it), and for a
+    terminal that does not know its width.
+
+    :param out: where the lines go.
+    """
+    if not out.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(out.fileno()).columns or None
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:

@@ -81,7 +81,7 @@ import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TextIO, cast
 
-from wave_actors._cli.arguments import CommandParser, configured_options, output_options, seconds
+from wave_actors._cli.arguments import CommandParser, call_seconds, configured_options, output_options, seconds
 from wave_actors._cli.edit import add, add_edit_commands, remove, split_command_line
 from wave_actors._cli.servers import servers
 from wave_actors._cli.session_commands import call, tools, watch
@@ -131,12 +131,27 @@ def _parser() -> CommandParser:
         parents=[configured, output],
         help="connect SERVER and call TOOL",
         description="Connect SERVER and call TOOL (its name on the server, or the model-visible mcp__server__tool). "
-        "Exit 1 when the tool returns an error.",
+        "Exit 1 when the tool returns an error. On a terminal, the server's progress notifications show on "
+        "one line of stderr while the call runs.",
+        epilog=f'example: {PROGRAM} call time get_current_time --args \'{{"timezone": "UTC"}}\' --timeout 10',
     )
     call_command.add_argument("server", metavar="SERVER")
     call_command.add_argument("tool", metavar="TOOL")
     call_command.add_argument(
-        "--args", dest="arguments", default="{}", metavar="JSON", help="the arguments, a JSON object"
+        "--args",
+        dest="arguments",
+        default=None,
+        metavar="JSON",
+        help="the tool's arguments, a JSON object (default: {}); see the tool's schema with: "
+        f"{PROGRAM} tools SERVER --json",
+    )
+    call_command.add_argument(
+        "--timeout",
+        type=call_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the call's deadline, instead of the entry's tool_timeout_ms (default 30 s); the call is cancelled "
+        "on the server when it passes",
     )
     watch_command = commands.add_parser(
         "watch",
@@ -183,6 +198,13 @@ class _Version(argparse.Action):
             installed = "(not installed: run from a source tree)"
         sys.stdout.write(f"{PROGRAM} {installed}\n")
         parser.exit(0)
+
+
+def _hint(command: str, leftovers: list[str]) -> str:
+    """What a left-over argument was probably meant as: ``call``'s JSON without ``--args``."""
+    if command == "call" and any(word.lstrip().startswith(("{", "[")) for word in leftovers):
+        return "; a tool's arguments go after --args, as one JSON object"
+    return ""
 
 
 def _demo(arguments: argparse.Namespace, out: TextIO) -> int:
@@ -281,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     received: list[int] = []
     try:
-        arguments = _parser().parse_command_line(argv)
+        arguments = _parser().parse_command_line(argv, _hint)
         if command_line:
             arguments.command_line = [*arguments.command_line, *command_line]
         _configure_logging()

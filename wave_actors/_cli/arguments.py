@@ -34,12 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, cast, get_args
 
-from wave_actors._config import TrustMode
+from wave_actors._config import MAX_TOOL_TIMEOUT_MS, TrustMode
 from wave_actors._console import EXIT_USAGE, UsageError, fail
 from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
 
 __all__ = [
     "CommandParser",
+    "call_seconds",
     "configured_options",
     "edited_options",
     "home",
@@ -99,6 +100,20 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: seconds must be zero or more")
+    return value
+
+
+def call_seconds(text: str) -> float:
+    """``call --timeout``'s value: more than zero seconds, an hour at most (an entry's ``tool_timeout_ms`` range).
+
+    :param text: the value as typed.
+    :raises argparse.ArgumentTypeError: ``text`` is not such a number.
+    """
+    value = seconds(text)
+    if not 0.001 <= value <= MAX_TOOL_TIMEOUT_MS / 1000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a call's deadline is from 0.001 to {MAX_TOOL_TIMEOUT_MS // 1000} s"
+        )
     return value
 
 

@@ -9,6 +9,14 @@ server and prints a snapshot per change. ``working-set``
 (:mod:`wave_actors._cli.working_set`) opens its session through
 :func:`command_session` too.
 
+``call --timeout`` is the call's deadline in place of the entry's
+``tool_timeout_ms``: a constructor entry holding only ``tool_timeout_ms``,
+which the library lays over the configured entry (R-CFG-1), so the deadline,
+its cancellation on the server and its error are the library's (R-TOOL-4).
+On a terminal, the server's progress notifications for the call
+(R-TOOL-10) redraw one line of stderr (:class:`_ProgressLine`); a file, a
+pipe or ``--json`` gets none, and then no progress is asked for.
+
 The runtime (``trio``, the session, and, once the host opens, the MCP SDK)
 is imported inside the functions that use it, so that importing the command
 stays as cheap as ``servers`` needs. Their caller is
@@ -23,12 +31,12 @@ import json
 import math
 import sys
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TextIO, cast
 
 from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
-from wave_actors._config import TransportType
+from wave_actors._config import Diagnostic, Source, TransportType
 from wave_actors._console import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -41,6 +49,7 @@ from wave_actors._console import (
     say_error,
     status_table,
     table,
+    terminal_width,
     write_json,
 )
 
@@ -48,13 +57,15 @@ if TYPE_CHECKING:
     import mcp_types
 
     from wave_actors._session import Session
-    from wave_actors._status import ServerStatus, SessionSnapshot
+    from wave_actors._status import ServerStatus, SessionSnapshot, ToolInfo
 
 __all__ = ["call", "command_session", "connect", "status_document", "tools", "watch"]
 
 
 @asynccontextmanager
-async def command_session(arguments: argparse.Namespace) -> AsyncGenerator[Session, None]:
+async def command_session(
+    arguments: argparse.Namespace, overlays: Mapping[str, Mapping[str, object]] | None = None
+) -> AsyncGenerator[Session, None]:
     """A session on the configuration the command line names; leaving it reclaims every process.
 
     It belongs to a :class:`~wave_actors.Host` of its own, so the command
@@ -62,20 +73,27 @@ async def command_session(arguments: argparse.Namespace) -> AsyncGenerator[Sessi
     behind (R-KILL-7).
 
     :param arguments: the parsed command line (``--workdir``, ``--home``, ``--trust``).
+    :param overlays: constructor entries holding only ``tool_timeout_ms``, laid
+        over the configured entries of their names (R-CFG-1).
     :raises CommandFailed: ``--workdir`` is not a directory (exit 2).
     """
     from wave_actors._host import Host
 
     directory = workdir(arguments)
     async with Host.open(home=home(arguments)) as host:
-        yield await host.create_session(directory, trust=trust(arguments))
+        yield await host.create_session(directory, dict(overlays or {}), trust=trust(arguments))
+
+
+def _configured(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics of the configuration the user wrote: not those of the command's own overlays."""
+    return [diagnostic for diagnostic in diagnostics if diagnostic.source is not Source.CONSTRUCTOR]
 
 
 def _check_usable(session: Session, name: str) -> None:
     """Refuse, with exit 2, a server the configuration cannot dial."""
     names = [status.name for status in session.servers()]
     if name not in names:
-        reasons = [str(diagnostic) for diagnostic in session.diagnostics if diagnostic.server == name]
+        reasons = [str(diagnostic) for diagnostic in _configured(session.diagnostics) if diagnostic.server == name]
         if reasons:
             fail(f"server {name!r} was not loaded: {reasons[0]}", EXIT_USAGE)
         known = ", ".join(names) or "none"
@@ -102,7 +120,7 @@ async def connect(session: Session, name: str) -> ServerStatus:
     from wave_actors._errors import WaveActorsError
 
     _check_usable(session, name)
-    for diagnostic in session.diagnostics:
+    for diagnostic in _configured(session.diagnostics):
         if diagnostic.server == name:
             sys.stderr.write(f"{PROGRAM}: config {one_line(diagnostic)}\n")
     try:
@@ -190,6 +208,56 @@ def _content_text(result: mcp_types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
+class _ProgressLine:
+    """One line of a terminal's stderr, redrawn from a call's progress notifications (R-TOOL-10).
+
+    Called synchronously by the session, in the server's order; it only
+    writes a short line. The server's message is data: made
+    :func:`~wave_actors._console.one_line` and cut to the terminal's width.
+    """
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self._stream = stream
+        self._label = label
+        self._width = terminal_width(stream)
+        self._shown = False
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        done = f"{progress:g}/{total:g} ({100 * progress / total:.0f} %)" if total else f"{progress:g}"
+        text = one_line(f"{PROGRAM}: {self._label}: {done}" + (f": {message}" if message else ""))
+        if self._width:
+            text = text[: self._width - 1]
+        self._stream.write(f"\r\x1b[K{text}")
+        self._stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        """Erase the line, if one was drawn, before anything else is written."""
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+
+def _required(info: ToolInfo) -> list[str]:
+    required = info.input_schema.get("required")
+    if not isinstance(required, list):
+        return []
+    return [name for name in cast(list[object], required) if isinstance(name, str)]
+
+
+def _without_arguments(server: str, tool: str, info: ToolInfo) -> None:
+    """Refuse, with exit 2, a call without ``--args`` of a tool that requires arguments: say how to give them."""
+    required = _required(info)
+    if required:
+        example = json.dumps(dict.fromkeys(required, "..."))
+        fail(
+            f"tool {tool!r} of server {server!r} needs arguments ({', '.join(required)}): give them as "
+            f"--args '{example}' (its schema: {PROGRAM} tools {server} --json; see {PROGRAM} call --help)",
+            EXIT_USAGE,
+        )
+
+
 async def call(arguments: argparse.Namespace, out: TextIO) -> int:
     """Connect SERVER and call TOOL with ``--args``; print the result's text (or ``--json``, the whole result).
 
@@ -198,27 +266,39 @@ async def call(arguments: argparse.Namespace, out: TextIO) -> int:
     :returns: :data:`~wave_actors._console.EXIT_OK`, or
         :data:`~wave_actors._console.EXIT_FAILURE` under ``--json`` when the tool
         returned an error (the result, with ``isError``, is the JSON document).
-    :raises CommandFailed: bad ``--args``, a server that cannot be dialed or
-        an unknown tool (exit 2); a failed dial or call, or a tool that
-        returned an error (exit 1).
+    :raises CommandFailed: bad ``--args``, a server that cannot be dialed,
+        an unknown tool or a tool called without the arguments it requires
+        (exit 2); a failed dial or call, a call past its deadline, or a tool
+        that returned an error (exit 1).
     """
     from wave_actors._errors import WaveActorsError
 
     server = cast(str, arguments.server)
     tool = cast(str, arguments.tool)
-    parsed = tool_arguments(cast(str, arguments.arguments), tool)
-    async with command_session(arguments) as session:
+    given = cast(str | None, arguments.arguments)
+    parsed = tool_arguments(given if given is not None else "{}", tool)
+    timeout = cast(float | None, arguments.timeout)
+    overlays = {server: {"tool_timeout_ms": max(1, round(timeout * 1000))}} if timeout is not None else None
+    progress = None if arguments.json or not sys.stderr.isatty() else _ProgressLine(sys.stderr, f"{server} {tool}")
+    async with command_session(arguments, overlays) as session:
         status = await connect(session, server)
-        matches = [info.name for info in status.tools if tool in (info.tool, info.name)]
+        matches = [info for info in status.tools if tool in (info.tool, info.name)]
         if not matches:
             listed = ", ".join(info.tool for info in status.tools) or "none"
             fail(f"server {server!r} has no tool {tool!r}; its tools: {listed}", EXIT_USAGE)
+        if given is None:
+            _without_arguments(server, tool, matches[0])
         try:
-            result = await session.call_tool(matches[0], parsed)
+            result = await session.call_tool(matches[0].name, parsed, on_progress=progress)
         except WaveActorsError as error:
             fail(error)
+        finally:
+            if progress is not None:
+                progress.clear()
     text = _content_text(result)
     failed = f"server {server!r}, tool {tool!r} returned an error: {text or '(no message)'}"
+    if given is None:
+        failed += f" (no --args was given: see {PROGRAM} call --help)"
     if arguments.json:
         write_json(result.model_dump(mode="json", by_alias=True, exclude_none=True), out)
         if result.is_error:
