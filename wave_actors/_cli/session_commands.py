@@ -4,10 +4,11 @@ Each opens one session on the configuration of ``--workdir`` / ``--home`` /
 ``--trust`` (:func:`command_session`), and leaving it reclaims every process
 it started, on an error, Ctrl-C or a signal too. ``tools`` and ``call``
 connect one server (:func:`connect`, which refuses with exit 2 a server the
-configuration cannot dial, before dialing); ``watch`` connects every enabled
-server and prints a snapshot per change. ``working-set``
-(:mod:`wave_actors._cli.working_set`) opens its session through
-:func:`command_session` too.
+configuration cannot dial, before dialing, with the diagnostics that say why
+it is missing: a file that is not valid JSON, an entry skipped for a typo);
+``watch`` connects every enabled server and prints a snapshot per change.
+``working-set`` (:mod:`wave_actors._cli.working_set`) opens its session
+through :func:`command_session` too.
 
 ``call --timeout`` is the call's deadline in place of the entry's
 ``tool_timeout_ms``: a constructor entry holding only ``tool_timeout_ms``,
@@ -33,10 +34,10 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, Final, TextIO, cast
 
 from wave_actors._cli.arguments import home, tool_arguments, trust, workdir
-from wave_actors._config import Diagnostic, Source, TransportType
+from wave_actors._config import Diagnostic, Severity, Source, TransportType
 from wave_actors._console import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from wave_actors._session import Session
     from wave_actors._status import ServerStatus, SessionSnapshot, ToolInfo
 
-__all__ = ["call", "command_session", "connect", "status_document", "tools", "watch"]
+__all__ = ["call", "command_session", "connect", "missing_server", "status_document", "tools", "watch"]
 
 
 @asynccontextmanager
@@ -84,20 +85,45 @@ async def command_session(
         yield await host.create_session(directory, dict(overlays or {}), trust=trust(arguments))
 
 
+_SEVERITY_ORDER: Final = {Severity.ERROR: 0, Severity.INFO: 1, Severity.WARNING: 2}
+
+
 def _configured(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     """The diagnostics of the configuration the user wrote: not those of the command's own overlays."""
     return [diagnostic for diagnostic in diagnostics if diagnostic.source is not Source.CONSTRUCTOR]
 
 
+def missing_server(name: str, session: Session) -> str:
+    """Why ``name`` is not among the session's servers, from the diagnostics that explain it.
+
+    The entry's own diagnostics come first, the error that skipped it before
+    the warnings beside it (an unknown field ``"comand"`` is a warning; the
+    missing ``command`` it caused is the error). Without any, the error of a
+    whole file (not valid JSON, not an object) is the likely reason.
+
+    :param name: the server asked for.
+    :param session: the command's session.
+    """
+    diagnostics = _configured(session.diagnostics)
+    about = sorted(
+        (diagnostic for diagnostic in diagnostics if diagnostic.server == name),
+        key=lambda diagnostic: _SEVERITY_ORDER[diagnostic.severity],
+    )
+    if about:
+        said = f"server {name!r} was not loaded: {about[0]}"
+        return said + "".join(f"; also {diagnostic}" for diagnostic in about[1:])
+    names = [status.name for status in session.servers()]
+    said = f"no server {name!r} configured for {session.workdir}; configured: {', '.join(names) or 'none'}"
+    skipped = [str(d) for d in diagnostics if d.server is None and d.severity is not Severity.INFO]
+    if skipped:
+        said += "; the configuration had problems: " + "; ".join(skipped)
+    return said
+
+
 def _check_usable(session: Session, name: str) -> None:
     """Refuse, with exit 2, a server the configuration cannot dial."""
-    names = [status.name for status in session.servers()]
-    if name not in names:
-        reasons = [str(diagnostic) for diagnostic in _configured(session.diagnostics) if diagnostic.server == name]
-        if reasons:
-            fail(f"server {name!r} was not loaded: {reasons[0]}", EXIT_USAGE)
-        known = ", ".join(names) or "none"
-        fail(f"no server {name!r} configured for {session.workdir}; configured: {known}", EXIT_USAGE)
+    if name not in {status.name for status in session.servers()}:
+        fail(missing_server(name, session), EXIT_USAGE)
     status = session.server(name)
     if not status.enabled:
         fail(f"server {name!r} is disabled (enabled: false) in {status.origin}", EXIT_USAGE)
