@@ -265,28 +265,47 @@ def terminal_width(out: TextIO) -> int | None:
         return None
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> str:
+_MIN_LAST_COLUMN: Final = 20
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "", *, width: int | None = None
+) -> str:
     """Left-aligned columns as wide as their widest cell; the last column is not padded.
 
     :param headers: the column titles.
     :param rows: the cells, each made :func:`one_line`.
     :param indent: prepended to every line.
+    :param width: the widest a line may be (:func:`terminal_width`): a longer
+        last cell (a description, an error) is cut and ends with ``…``, but
+        keeps 20 characters whatever the other columns take. ``None``: no limit.
     """
     cells = [list(headers), *([one_line(cell) for cell in row] for row in rows)]
     widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
+    lead = len(indent) + sum(column + 2 for column in widths[:-1])
+    room = None if width is None else max(width - lead, _MIN_LAST_COLUMN)
+
+    def last(cell: str) -> str:
+        return cell if room is None or len(cell) <= room else cell[: room - 1] + "…"
+
     lines = [
-        indent + "".join(cell.ljust(width) + "  " for cell, width in zip(row[:-1], widths[:-1], strict=True)) + row[-1]
+        indent
+        + "".join(cell.ljust(column) + "  " for cell, column in zip(row[:-1], widths[:-1], strict=True))
+        + last(row[-1])
         for row in cells
     ]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def status_table(statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *, indent: str = "") -> str:
+def status_table(
+    statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *, indent: str = "", width: int | None = None
+) -> str:
     """A table of server statuses: name, type, state, generation, tools, last error.
 
     :param statuses: the servers to show, in order; ``(session id, status)``
         pairs add a first column naming each server's session.
     :param indent: prepended to every line.
+    :param width: the widest a line may be; a longer error is cut (:func:`table`).
     """
     items = list(statuses)
     with_sessions = any(isinstance(item, tuple) for item in items)
@@ -296,7 +315,7 @@ def status_table(statuses: Iterable[ServerStatus | tuple[str, ServerStatus]], *,
         session, status = item if isinstance(item, tuple) else ("", item)
         row: list[object] = [status.name, status.type, status.state.value, status.generation, status.tool_count]
         rows.append([session] * with_sessions + [*row, status.error or ""])
-    return table(headers, rows, indent)
+    return table(headers, rows, indent, width=width)
 
 
 def _sole_exception(error: BaseException) -> BaseException:

@@ -214,7 +214,8 @@ async def tools(arguments: argparse.Namespace, out: TextIO) -> int:
         out.write(f"server {name!r} lists no tools\n")
         return EXIT_OK
     rows = [[tool.tool, tool.name, "yes" if tool.read_only else "no", tool.description] for tool in status.tools]
-    out.write(table(["TOOL", "MODEL-VISIBLE NAME", "READ-ONLY", "DESCRIPTION"], rows) + "\n")
+    headers = ["TOOL", "MODEL-VISIBLE NAME", "READ-ONLY", "DESCRIPTION"]
+    out.write(table(headers, rows, width=terminal_width(out)) + "\n")
     return EXIT_OK
 
 
@@ -353,7 +354,8 @@ def _render_snapshot(session: Session, snapshot: SessionSnapshot, out: TextIO) -
     clock = time.strftime("%H:%M:%S")
     directory = printable(str(session.workdir))
     header = f"{PROGRAM} watch: {directory}, version {snapshot.version}, {clock} (Ctrl-C to stop)"
-    body = status_table(snapshot.servers) if snapshot.servers else "no MCP servers configured"
+    width = terminal_width(out)
+    body = status_table(snapshot.servers, width=width) if snapshot.servers else "no MCP servers configured"
     if out.isatty():
         out.write("\x1b[H\x1b[J")  # home, clear: redraw in place
     out.write(f"{header}\n{body}\n\n")
