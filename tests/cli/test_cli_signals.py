@@ -16,6 +16,8 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psutil
@@ -29,14 +31,21 @@ SIGNALS = [signal.SIGINT, signal.SIGTERM]
 SIGNAL_IDS = ["SIGINT-130", "SIGTERM-143"]
 
 
-def start(workdir: Path, home: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [*cli_command(*args), "--home", str(home)],
-        cwd=workdir,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+@contextmanager
+def running(argv: list[str], workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The command started in ``workdir``; killed on the way out if it is still running (a failed test)."""
+    process = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def started(workdir: Path, home: Path, *args: str) -> AbstractContextManager[subprocess.Popen[bytes]]:
+    """``wave-actors ARGS --home HOME`` running in ``workdir``."""
+    return running([*cli_command(*args), "--home", str(home)], workdir)
 
 
 def read_until(process: subprocess.Popen[bytes], needle: bytes, limit: float = 30.0) -> bytes:
@@ -58,12 +67,7 @@ def read_until(process: subprocess.Popen[bytes], needle: bytes, limit: float = 3
 def stop(process: subprocess.Popen[bytes], number: int) -> tuple[str, str]:
     """Send signal ``number``; the rest of stdout and stderr once the command exited."""
     process.send_signal(number)
-    try:
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    out, err = process.communicate(timeout=30)
     return out.decode(), err.decode()
 
 
@@ -79,16 +83,11 @@ async def test_a_signal_during_a_call_exits_128_plus_it_once_the_server_is_recla
 ) -> None:
     log = workdir / "calls.jsonl"
     write_servers(workdir / ".mcp.json", {"slow": fault_server_entry(call_log=log)})
-    process = start(workdir, home, "call", "slow", "sleep", "--args", '{"seconds": 60}')
-    try:
+    with started(workdir, home, "call", "slow", "sleep", "--args", '{"seconds": 60}') as process:
         await poll_until(lambda: log.exists() and b"sleep" in log.read_bytes(), limit=30, what="the call sent")
         server = int(json.loads(log.read_text().splitlines()[0])["pid"])
 
         _, stderr = stop(process, number)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
     assert_stopped(process, number, stderr)
     assert "every server process it started was reclaimed" in stderr
@@ -97,16 +96,11 @@ async def test_a_signal_during_a_call_exits_128_plus_it_once_the_server_is_recla
 
 @pytest.mark.parametrize("number", SIGNALS, ids=SIGNAL_IDS)
 def test_watch_ends_by_signal_with_128_plus_it_not_0(workdir: Path, home: Path, number: int) -> None:
-    process = start(workdir, home, "watch", "--json")
-    try:
+    with started(workdir, home, "watch", "--json") as process:
         read_until(process, b'"state": "connected"')
         servers = psutil.Process(process.pid).children(recursive=True)
 
         out, stderr = stop(process, number)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
     assert_stopped(process, number, stderr)
     assert not [server.pid for server in servers if is_alive(server)]
@@ -126,16 +120,11 @@ async def test_a_signal_during_a_slow_dial_exits_128_plus_it(
 ) -> None:
     pid_file = workdir / "server.pid"
     write_servers(workdir / ".mcp.json", {"slow": fault_server_entry(init_delay=60, pid_file=pid_file)})
-    process = start(workdir, home, command, *(["slow"] if command == "tools" else []))
-    try:
+    with started(workdir, home, command, *(["slow"] if command == "tools" else [])) as process:
         await poll_until(pid_file.exists, limit=30, what="the server started")
         server = int(pid_file.read_text())
 
         _, stderr = stop(process, number)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
     assert_stopped(process, number, stderr)
     assert not is_alive(server)
@@ -146,31 +135,21 @@ def test_a_signal_at_approves_question_exits_128_plus_it_and_records_nothing(
     workdir: Path, home: Path, number: int
 ) -> None:
     write_servers(workdir / ".mcp.json", {"files": fault_server_entry()})
-    process = start(workdir, home, "approve", "files")
-    try:
+    with started(workdir, home, "approve", "files") as process:
         read_until(process, b"[y/N]")
 
         _, stderr = stop(process, number)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
     assert_stopped(process, number, stderr)
     assert not (home / "project-trust.json").exists()
 
 
 def test_ctrl_c_during_the_demo_exits_130_once_everything_is_reclaimed(workdir: Path, home: Path) -> None:
-    process = subprocess.Popen(cli_command("demo"), cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    with running(cli_command("demo"), workdir) as process:
         read_until(process, "✓".encode())
         children = psutil.Process(process.pid).children(recursive=True)
 
         _, stderr = stop(process, signal.SIGINT)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
     assert_stopped(process, signal.SIGINT, stderr)
     assert not [child.pid for child in children if is_alive(child)]
