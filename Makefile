@@ -4,9 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench soak conformance typecheck lint format clean
+.PHONY: demo test docs bench soak conformance typecheck lint format clean
 
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "wave-actors needs Python 3.11 or later, and $(PYTHON) is $$($(PYTHON) --version 2>&1): run make PYTHON=python3.11 $(MAKECMDGOALS)" >&2; \
+		exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -20,6 +23,16 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 	$(BIN)/pyright
+
+# The documentation site, into docs/_build/html; any warning fails the build.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 # BENCH_FLAGS=--soak (or `make soak`): the hour-long soak alone; BENCH_FLAGS=--quick: smoke sizes.
 bench: $(STAMP)
@@ -45,4 +58,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache benchmarks/results .conformance-cache
+	rm -rf $(VENV) .pytest_cache benchmarks/results .conformance-cache docs/_build

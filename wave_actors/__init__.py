@@ -7,6 +7,9 @@ this package does not import the MCP SDK: a :class:`Host` (or :func:`open_sessio
 starts that in a thread of its own when it opens, and a dial waits for what it needs.
 """
 
+# First: run as ``python -m wave_actors`` by an interpreter without the dependencies, say what to install.
+from wave_actors import _requirements as _requirements  # noqa: I001
+
 from wave_actors._auth import (
     Credentials as Credentials,
     CredentialStore as CredentialStore,

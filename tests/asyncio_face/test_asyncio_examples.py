@@ -1,4 +1,4 @@
-"""The asyncio examples are real: the README's "From asyncio" program and the Starlette back end run here (R-AIO-1)."""
+"""The asyncio examples are real: the "From asyncio" page's program and the Starlette back end run here (R-AIO-1)."""
 
 from __future__ import annotations
 
@@ -19,15 +19,14 @@ from asyncio_support import no_server_left
 from process_support import server_processes
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "asyncio.md"
 STARLETTE_EXAMPLE = ROOT / "docs" / "examples" / "starlette_conversations.py"
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 def _asyncio_example() -> str:
-    section = README.read_text(encoding="utf-8").split("## From asyncio\n", 1)[1].split("\n## ", 1)[0]
-    [example] = re.findall(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    [example] = re.findall(r"^```python\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
     return example
 
 

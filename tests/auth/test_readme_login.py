@@ -1,4 +1,4 @@
-"""The README's "Servers that need a login" examples run, against the test authorization server (R-AUTH-2)."""
+"""The "Servers that need a login" page's examples run, against the test authorization server (R-AUTH-2)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from auth_support import OAuthServers, approve, session_options
 
 from wave_actors import ServerState, open_session
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "Servers that need a login"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "login.md"
 PLACEHOLDER = "https://mcp.tracker.example/mcp"
 
 # The user at a browser: follows the authorization server's redirect back to the login's listener, as
@@ -37,16 +36,7 @@ def open(url, new=0, autoraise=True):
 
 
 def blocks(language: str) -> list[str]:
-    lines: list[str] = []
-    inside, fenced = False, False
-    for line in README.read_text(encoding="utf-8").splitlines(keepends=True):
-        if line.startswith("```"):
-            fenced = not fenced
-        elif line.startswith("## ") and not fenced:
-            inside = line == f"## {SECTION}\n"
-        if inside:
-            lines.append(line)
-    return re.findall(rf"^```{language}\n(.*?)^```$", "".join(lines), flags=re.MULTILINE | re.DOTALL)
+    return re.findall(rf"^```{language}\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
 
 
 def test_the_desktop_example_logs_in_through_the_browser_and_prints_what_the_readme_shows(

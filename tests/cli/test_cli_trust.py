@@ -265,3 +265,38 @@ def test_an_entry_changed_while_the_question_is_open_is_not_approved(workdir: Pa
     assert "'docs' changed since it was reviewed" in errors.decode()
     assert not (home / "project-trust.json").exists() or "docs" not in (home / "project-trust.json").read_text()
     assert not marker.exists()
+
+
+def test_trusting_a_folder_whose_servers_still_wait_says_what_to_run_or_edit(run_cli: RunCli, workdir: Path) -> None:
+    write_servers(workdir / ".mcp.json", {"files": fault_server_entry()})
+
+    completed = run_cli("trust", "--yes")
+
+    assert completed.returncode == 0, completed.stderr
+    settings = workdir.resolve() / ".wave" / "settings.local.json"
+    assert f"wave-actors approve files --workdir {workdir.resolve()}" in completed.stdout
+    assert f'list them in "mcp_json": {{"enabled": [...]}} of {settings}' in completed.stdout
+
+
+def test_the_trust_question_names_the_settings_file_to_edit_when_it_enables_nothing(
+    run_cli: RunCli, workdir: Path
+) -> None:
+    write_servers(workdir / ".mcp.json", {"files": fault_server_entry()})
+
+    completed = run_cli("trust", answer="n\n")
+
+    assert completed.returncode == 1
+    settings = workdir.resolve() / ".wave" / "settings.local.json"
+    assert f"its {settings} approves no server now" in completed.stdout
+    assert 'list them there as {"mcp_json": {"enabled": ["NAME", ...]}}' in completed.stdout
+
+
+def test_a_server_disabled_by_the_settings_file_says_which_list_to_edit(run_cli: RunCli, workdir: Path) -> None:
+    write_servers(workdir / ".mcp.json", {"files": fault_server_entry()})
+    (workdir / ".wave").mkdir()
+    (workdir / ".wave" / "settings.local.json").write_text('{"mcp_json": {"disabled": ["files"]}}')
+
+    completed = run_cli("tools", "files", "--trust", "approved")
+
+    assert completed.returncode == 2
+    assert '"mcp_json.disabled"' in completed.stderr and "take it out of that list to let it load" in completed.stderr

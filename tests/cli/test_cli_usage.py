@@ -22,6 +22,25 @@ def test_help_lists_every_subcommand_and_the_exit_codes() -> None:
     for command in ("servers", "tools", "call", "watch", "demo"):
         assert command in completed.stdout
     assert "exit codes: 0 ok, 1" in completed.stdout
+    assert "130 Ctrl-C, 143 SIGTERM" in completed.stdout
+
+
+def test_version_prints_the_installed_version() -> None:
+    completed = run("--version")
+
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("wave-actors ") and completed.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "program"), [(("tools",), "wave-actors tools"), (("servers", "extra"), "wave-actors servers")]
+)
+def test_a_usage_error_points_to_the_subcommands_help(args: tuple[str, ...], program: str) -> None:
+    completed = run(*args)
+
+    assert completed.returncode == 2
+    [line] = completed.stderr.splitlines()
+    assert line.startswith(f"{program}: error:") and line.endswith(f"(see {program} --help)")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``wave-actors watch``: a live status table until interrupted; Ctrl-C reclaims everything (R-CLI, R-HOST-2)."""
+"""``wave-actors watch``: a live status table until interrupted; Ctrl-C reclaims everything, exit 130 (R-CLI, R-HOST-2)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_text_output_redraws_a_table_per_snapshot(run_cli: RunCli) -> None:
     assert "echo    stdio  connected" in tables[-1]
 
 
-def test_interrupt_reclaims_every_process_and_exits_0(workdir: Path, home: Path) -> None:
+def test_interrupt_reclaims_every_process_and_exits_130(workdir: Path, home: Path) -> None:
     process = subprocess.Popen(
         cli_command("watch", "--json", "--home", str(home)),
         cwd=workdir,
@@ -65,6 +65,6 @@ def test_interrupt_reclaims_every_process_and_exits_0(workdir: Path, home: Path)
             process.kill()
             process.wait()
 
-    assert process.returncode == 0, stderr
+    assert process.returncode == 130, stderr  # 128 + SIGINT, as for every command
     assert "SIGINT" in stderr
     assert not [server.pid for server in servers if is_alive(server)]

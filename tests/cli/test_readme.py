@@ -1,4 +1,4 @@
-"""The README's examples are real: each python block runs, and prints what the README says it prints."""
+"""The README's and the documentation's examples are real: each python block runs, and prints what its page says."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
 def python_blocks(text: str) -> list[str]:
@@ -40,7 +42,7 @@ def test_readme_has_an_embedding_example_using_the_public_api() -> None:
 
 
 def run_example(tmp_path: Path, example: str) -> subprocess.CompletedProcess[str]:
-    """Run a README example as a script of its own, with an empty ``~/.wave``: the example's servers only."""
+    """Run an example as a script of its own, with an empty ``~/.wave``: the example's servers only."""
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
     return subprocess.run(
@@ -71,24 +73,16 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     assert completed.stderr == ""
 
 
-def section_blocks(title: str, language: str) -> list[str]:
-    """The ``language`` blocks of the README section headed ``## {title}``."""
-    lines: list[str] = []
-    inside, fenced = False, False
-    for line in README.read_text(encoding="utf-8").splitlines(keepends=True):
-        if line.startswith("```"):
-            fenced = not fenced
-        elif line.startswith("## ") and not fenced:  # a "## " line inside a block is not a heading
-            inside = line == f"## {title}\n"
-        if inside:
-            lines.append(line)
-    return re.findall(rf"^```{language}\n(.*?)^```$", "".join(lines), flags=re.MULTILINE | re.DOTALL)
+def page_blocks(page: str, language: str) -> list[str]:
+    """The ``language`` blocks of the documentation page ``docs/{page}.md``."""
+    text = (DOCS / f"{page}.md").read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
 
 
-def assert_section_prints_what_it_shows(tmp_path: Path, title: str, *names: str) -> str:
-    """Run the python block of the README section ``title``: it uses ``names`` and prints exactly its text block."""
-    [example] = section_blocks(title, "python")
-    [expected] = section_blocks(title, "text")
+def assert_page_prints_what_it_shows(tmp_path: Path, page: str, *names: str) -> str:
+    """Run the python block of the documentation page ``page``: it uses ``names`` and prints exactly its text block."""
+    [example] = page_blocks(page, "python")
+    [expected] = page_blocks(page, "text")
     for name in names:
         assert name in example, name
     completed = run_example(tmp_path, example)
@@ -99,11 +93,11 @@ def assert_section_prints_what_it_shows(tmp_path: Path, title: str, *names: str)
     return expected
 
 
-def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_path: Path) -> None:
-    # R-WS-1..4, R-APR-2: the example runs and prints exactly what the README shows.
-    expected = assert_section_prints_what_it_shows(
+def test_docs_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_path: Path) -> None:
+    # R-WS-1..4, R-APR-2: the example runs and prints exactly what its page shows.
+    expected = assert_page_prints_what_it_shows(
         tmp_path,
-        "Presenting tools to a model",
+        "presenting-tools",
         "LoadModeResolver",
         "tool_declarations(mode)",
         "working_set().render()",
@@ -114,22 +108,22 @@ def test_readme_presenting_tools_example_prints_a_turn_in_each_load_mode(tmp_pat
     assert "error: mcp_call belongs to the MCP working-set mode" in expected  # R-WS-7
 
 
-def test_readme_failure_notice_example_tells_each_failure_once(tmp_path: Path) -> None:
+def test_docs_failure_notice_example_tells_each_failure_once(tmp_path: Path) -> None:
     # R-WS-8: told on the failed lazy dial, not repeated, told again after a retry that failed.
-    expected = assert_section_prints_what_it_shows(tmp_path, "Telling the model a server failed", "failure_notices")
+    expected = assert_page_prints_what_it_shows(tmp_path, "failure-notices", "failure_notices")
     assert expected.startswith("turn 1: broken\nturn 2: nothing new\nturn 3: broken\n")
 
 
-def test_readme_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
-    # R-INS-2: the three-turn example runs and prints exactly what the README shows.
-    assert_section_prints_what_it_shows(tmp_path, "Server instructions in the conversation")
+def test_docs_instructions_example_prints_announce_nothing_offline(tmp_path: Path) -> None:
+    # R-INS-2: the three-turn example runs and prints exactly what its page shows.
+    assert_page_prints_what_it_shows(tmp_path, "instructions")
 
 
-def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path: Path) -> None:
-    # R-SCOPE-1, R-SCOPE-2: the example runs and prints exactly what the README shows.
-    assert_section_prints_what_it_shows(
+def test_docs_project_example_shares_one_process_between_two_sessions(tmp_path: Path) -> None:
+    # R-SCOPE-1, R-SCOPE-2: the example runs and prints exactly what its page shows.
+    assert_page_prints_what_it_shows(
         tmp_path,
-        "One server process per project",
+        "project-scope",
         'ownership="project"',
         "ProjectOptions",
         "reconcile",
@@ -137,9 +131,9 @@ def test_readme_project_example_shares_one_process_between_two_sessions(tmp_path
     )
 
 
-def test_readme_trust_example_approves_trusts_and_catches_a_changed_entry(tmp_path: Path) -> None:
-    # R-CFG-10: the example runs and prints exactly what the README shows.
-    expected = assert_section_prints_what_it_shows(
-        tmp_path, "Trusting a project", 'trust="approved"', "TrustStore", "store.approve", "store.trust", "reconcile"
+def test_docs_trust_example_approves_trusts_and_catches_a_changed_entry(tmp_path: Path) -> None:
+    # R-CFG-10: the example runs and prints exactly what its page shows.
+    expected = assert_page_prints_what_it_shows(
+        tmp_path, "trust", 'trust="approved"', "TrustStore", "store.approve", "store.trust", "reconcile"
     )
     assert "search: args changed since approval" in expected

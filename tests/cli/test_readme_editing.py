@@ -1,4 +1,4 @@
-"""The README's configuration-editing example is real: extract its python block and run it (R-STORE-1..4)."""
+"""The configuration-editing example of the documentation is real: extract its python block and run it (R-STORE-1..4)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EDITING = Path(__file__).resolve().parents[2] / "docs" / "editing.md"
 
 
 def editing_example() -> str:
-    blocks = re.findall(r"^```python\n(.*?)^```$", README.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    blocks = re.findall(r"^```python\n(.*?)^```$", EDITING.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
     [example] = [block for block in blocks if "ConfigStore(" in block]
     return example
 
 
-def test_readme_editing_example_runs(tmp_path: Path) -> None:
+def test_docs_editing_example_runs(tmp_path: Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(editing_example(), encoding="utf-8")
     environment = {**os.environ, "HOME": str(tmp_path)}  # the user file goes to a fresh ~/.wave

@@ -190,6 +190,26 @@ def test_unknown_fields_are_ignored_with_a_warning(tmp_path: Path) -> None:
     assert 'did you mean "tool_timeout_ms"' in loaded.diagnostics[0].message
 
 
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("comand", "command"), ("Command", "command"), ("cmd", "command"), ("ulr", "url"), ("arg", "args")],
+)
+def test_a_misspelled_field_gets_the_field_it_probably_meant(tmp_path: Path, written: str, meant: str) -> None:
+    loaded = load_config(tmp_path, home=tmp_path, constructor={"s": {"url": "http://x", written: "x"}}, environ={})
+
+    [warning] = loaded.diagnostics
+    assert warning.field == written and f'did you mean "{meant}"?' in warning.message
+
+
+def test_an_entry_skipped_for_a_misspelled_command_says_so_in_its_error(tmp_path: Path) -> None:
+    # The error is what a reader looks for: it names the typo, not only the missing field.
+    loaded = load_config(tmp_path, home=tmp_path, constructor={"time": {"comand": "npx"}}, environ={})
+
+    assert "time" not in loaded.servers
+    [error] = [diagnostic for diagnostic in loaded.diagnostics if diagnostic.severity is Severity.ERROR]
+    assert 'needs "command"' in error.message and '"comand" is not a field: did you mean "command"?' in error.message
+
+
 # transport, the user guide's name for type (R-CFG-2) --------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The README's ``.mcp.json`` entry for ``wave-actors serve`` is one a client can launch as it is (R-SERVE-1)."""
+"""The ``.mcp.json`` entry of "For hosts in other languages" for ``wave-actors serve`` is one a client can launch as it is (R-SERVE-1)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,11 @@ from serve_support import text, write_project
 
 from wave_actors.testing import fault_server_entry
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "other-languages.md"
 
 
 def readme_entry() -> dict[str, object]:
-    section = README.read_text(encoding="utf-8").split("## For hosts in other languages", 1)[1]
-    [block] = re.findall(r"^```json\n(.*?)^```$", section.split("\n## ", 1)[0], flags=re.MULTILINE | re.DOTALL)
+    [block] = re.findall(r"^```json\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
     return json.loads(block)["mcpServers"]["project"]
 
 

@@ -262,7 +262,7 @@ def test_the_data_is_frozen() -> None:
 
 # Server text against the structure (R-WS-5) -------------------------------------
 #
-# The parser follows the documented format (wave_actors/_tools/working_set.py, README "MCP working set"):
+# The parser follows the documented format (wave_actors/_tools/working_set.py, docs/presenting-tools.md "MCP working set"):
 # lines end with "\n" and hold no other line break; "### NAME" opens a server, with an optional
 # " (read-only tools: R, writable: W)" or " (unavailable: REASON)"; "- NAME" is a tool, with an optional
 # " [read-only]"; every other line of a block is "Purpose: ...", "Purpose (as the server describes itself...):

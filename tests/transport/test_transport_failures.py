@@ -156,3 +156,51 @@ def test_base_exceptions_and_several_failures_at_once_pass_untouched() -> None:
     with pytest.raises(ExceptionGroup) as caught, DialBoundary("files"):
         raise several
     assert caught.value is several
+
+
+def test_a_dial_error_keeps_the_error_lines_before_a_later_notice() -> None:
+    # R-CFG-9: npm prints its update notice after the 404 that says why npx failed.
+    stderr = StderrLog()
+    stderr.feed(
+        b"npm error code E404\n"
+        b"npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\n"
+        b"npm error 404\n"
+        b"npm error 404  'nope@*' is not in this registry.\n"
+        b"npm notice\n"
+        b"npm notice New major version of npm available! 10.9.2 -> 11.4.1\n"
+        b"npm notice Changelog: https://github.com/npm/cli/releases/tag/v11.4.1\n"
+        b"npm notice To update run: npm install -g npm@11.4.1\n"
+        b"npm notice\n"
+    )
+    excerpt = stderr.excerpt()
+
+    assert excerpt.lines == (
+        "npm error code E404",
+        "npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found",
+        "npm error 404  'nope@*' is not in this registry.",
+        "npm notice Changelog: https://github.com/npm/cli/releases/tag/v11.4.1",
+        "npm notice To update run: npm install -g npm@11.4.1",
+    )
+    assert excerpt.total == 9 and excerpt.omitted == 4
+    mapped = dial_error(ConnectionError("process exited with code 1"), server="time", stderr=stderr)
+    assert "(5 of 9 lines, error lines kept first)" in str(mapped) and "is not in this registry" in str(mapped)
+
+
+def test_a_python_traceback_keeps_its_exception_and_the_lines_above_it() -> None:
+    stderr = StderrLog()
+    stderr.feed(b"starting server\nloading plugins\n" + b"".join(b"  File 'x.py', line %d\n" % n for n in range(6)))
+    stderr.feed(b"ModuleNotFoundError: No module named 'mcp'\nshutting down\n")
+
+    lines = stderr.excerpt().lines
+
+    assert len(lines) == 5 and "ModuleNotFoundError: No module named 'mcp'" in lines
+    assert lines[-1] == "shutting down"  # the others are the latest, in the order written
+
+
+def test_few_lines_are_kept_whole_and_in_order() -> None:
+    stderr = StderrLog()
+    stderr.feed(b"notice: starting\n\nerror: no token\n")
+
+    excerpt = stderr.excerpt()
+
+    assert excerpt.lines == ("notice: starting", "error: no token") and excerpt.omitted == 0

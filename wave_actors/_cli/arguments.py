@@ -1,6 +1,8 @@
 """The options the ``wave-actors`` subcommands share, and reading their values (R-CLI).
 
-:class:`CommandParser` makes a usage error one line on stderr and exit 2.
+:class:`CommandParser` makes a usage error a :class:`~wave_actors._console.UsageError`
+(one line on stderr naming the subcommand's ``--help``, exit 2; with
+``--json``, a JSON object on stdout too), arguments left over included.
 The option groups are parent parsers that :func:`wave_actors._cli.main`'s
 parser gives each subcommand: :func:`output_options` (``--json``, every
 subcommand), :func:`configured_options` (``--workdir``, ``--home``,
@@ -28,16 +30,18 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, cast, get_args
+from typing import Any, NoReturn, cast, get_args
 
 from wave_actors._auth import StoreChoice
-from wave_actors._config import TrustMode
-from wave_actors._console import EXIT_USAGE, fail, one_line
+from wave_actors._config import MAX_TOOL_TIMEOUT_MS, TrustMode
+from wave_actors._console import EXIT_USAGE, UsageError, fail
 from wave_actors._transport.arguments import MAX_DEPTH, tool_call_arguments
 
 __all__ = [
     "CommandParser",
+    "call_seconds",
     "configured_options",
     "credentials",
     "edited_options",
@@ -51,14 +55,39 @@ __all__ = [
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr, exit 2."""
+    """An argument parser whose usage errors are :class:`~wave_actors._console.UsageError` (exit 2)."""
+
+    subcommands: dict[str, CommandParser]
+    """The parsers of the subcommands, by name (set by whoever adds them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands = {}
 
     def error(self, message: str) -> NoReturn:
-        """Exit with :data:`~wave_actors._console.EXIT_USAGE` and ``message`` as one line.
+        """Raise :class:`~wave_actors._console.UsageError` with ``message``, naming this parser's ``--help``.
 
         :param message: what argparse found wrong.
+        :raises UsageError: always.
         """
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+        raise UsageError(message, self.prog)
+
+    def parse_command_line(
+        self, argv: list[str], hint: Callable[[str, list[str]], str] | None = None
+    ) -> argparse.Namespace:
+        """Parse ``argv``; arguments left over are the chosen subcommand's error, pointing to its ``--help``.
+
+        :param argv: the arguments after the program name.
+        :param hint: ``hint(subcommand, leftovers)`` adds what was probably meant to the error.
+        :raises UsageError: the arguments are not what the subcommand takes.
+        """
+        arguments, leftovers = self.parse_known_args(argv)
+        if leftovers:
+            command = cast(str, arguments.command)
+            parser = self.subcommands.get(command, self)
+            said = hint(command, leftovers) if hint is not None else ""
+            parser.error(f"unrecognized arguments: {' '.join(leftovers)}{said}")
+        return arguments
 
 
 def seconds(text: str) -> float:
@@ -73,6 +102,20 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: seconds must be zero or more")
+    return value
+
+
+def call_seconds(text: str) -> float:
+    """``call --timeout``'s value: more than zero seconds, an hour at most (an entry's ``tool_timeout_ms`` range).
+
+    :param text: the value as typed.
+    :raises argparse.ArgumentTypeError: ``text`` is not such a number.
+    """
+    value = seconds(text)
+    if not 0.001 <= value <= MAX_TOOL_TIMEOUT_MS / 1000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a call's deadline is from 0.001 to {MAX_TOOL_TIMEOUT_MS // 1000} s"
+        )
     return value
 
 

@@ -225,7 +225,30 @@ def trust_block(trust: ProjectTrust) -> str:
     lines.append(table(["NAME", "STATE", "DETAIL"], rows, indent="  "))
     if trust.unused_approvals:
         lines.append(f"  decided, no longer in the project file: {', '.join(trust.unused_approvals)}")
+    lines.extend(f"  {advice}" for advice in _what_to_do(trust))
     return printable("\n".join(lines))
+
+
+def _what_to_do(trust: ProjectTrust) -> list[str]:
+    """How to let the servers that do not load load: the command to run, or the settings file to edit (R-CFG-10)."""
+    workdir = shlex.quote(trust.workdir)
+
+    def named(*states: ApprovalState) -> list[str]:
+        return [shlex.quote(server.name) for server in trust.servers if server.state in states and server.config]
+
+    advice: list[str] = []
+    waiting = named(ApprovalState.PENDING, ApprovalState.CHANGED)
+    if waiting:
+        enable = f'or list them in "mcp_json": {{"enabled": [...]}} of {trust.settings_file}'
+        how = enable + (" (this folder is trusted)" if trust.trusted else f" and trust the folder ({PROGRAM} trust)")
+        advice.append(f"to load them, review them, then run: {PROGRAM} approve {' '.join(waiting)} --workdir {workdir}")
+        advice[-1] += f"; {how}"
+    if named(ApprovalState.DISABLED):
+        advice.append(
+            f'a disabled server loads again once it is out of "mcp_json.disabled" of {trust.settings_file}, '
+            f"or, if it was revoked, once approved again ({PROGRAM} approve NAME --workdir {workdir})"
+        )
+    return advice
 
 
 def _report(action: str, trust: ProjectTrust, arguments: argparse.Namespace, out: TextIO, said: str) -> int:
@@ -265,7 +288,10 @@ def trust(arguments: argparse.Namespace, out: TextIO) -> int:
         if not arguments.yes and not arguments.json:
             enables = f"approves these {len(wished)} server(s) now" if wished else "approves no server now"
             out.write(printable(f"trusting {store.workdir}: its {current.settings_file} {enables}") + "\n")
-            out.write("(and those it enables later, each as it is when first seen)\n")
+            out.write("(and those it enables later, each as it is when first seen")
+            if not wished:
+                out.write(': list them there as {"mcp_json": {"enabled": ["NAME", ...]}}, or "enable_all": true')
+            out.write(")\n")
         question = f"Trust {store.workdir}? Its approved servers run as you, with your environment."
         if not _confirmed(arguments, wished, question, out):
             return _declined(out)

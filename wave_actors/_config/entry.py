@@ -18,6 +18,10 @@ Decisions where the specification is silent:
 
 * Unknown fields are ignored with a warning (a typo such as ``"timeout"``
   for ``"tool_timeout_ms"`` would otherwise go unnoticed); the entry still loads.
+  The warning suggests the field that was probably meant (``"comand"``: did you
+  mean ``"command"``?), and when the entry is skipped for lacking that field
+  (no ``command`` nor ``url``), the error that skips it says so too: the error
+  is what a reader looks for, the warning may not be read.
 * ``command`` *and* ``url`` without ``type`` is ambiguous and is rejected
   rather than guessed. With a known ``type``, fields of the other kind
   (``url`` on a stdio server, ``args`` on an http one) are dropped with a
@@ -57,6 +61,7 @@ overlay set. The loader decides what to overlay (:mod:`wave_actors._config.loade
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -115,7 +120,15 @@ _STDIO_FIELDS: Final = ("command", "args", "env", "cwd", "shutdown")
 _REMOTE_FIELDS: Final = ("url", "headers", "oauth")
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 _OVERRIDE_FIELDS: Final = frozenset(field.name for field in attrs.fields(ToolOverride))
-_SUGGESTIONS: Final = {"timeout": "tool_timeout_ms", "disabled": "enabled"}
+_SUGGESTIONS: Final = {
+    "timeout": "tool_timeout_ms",
+    "disabled": "enabled",
+    "cmd": "command",
+    "arguments": "args",
+    "environment": "env",
+    "uri": "url",
+    "endpoint": "url",
+}
 _SKIPPED: Final = "; the entry was skipped"
 
 OVERLAY_FIELDS: Final = frozenset({"tool_timeout_ms", "enabled", "tool_overrides"})
@@ -331,7 +344,7 @@ def _parse(
     if not isinstance(entry, Mapping):
         raise report.reject(f"an entry must be a JSON object, got {describe_value(entry)}")
     fields = cast(Mapping[object, object], entry)
-    _warn_unknown_fields(fields, report)
+    misspelled = _warn_unknown_fields(fields, report)
     try:
         raw = structure_strictly({str(key): value for key, value in fields.items()}, RawEntry)
     except EntryInvalid as invalid:
@@ -339,7 +352,7 @@ def _parse(
             report.error(problem.message, problem.path)
         raise _Rejected() from None
 
-    type_ = _transport_type(raw, report)
+    type_ = _transport_type(raw, report, misspelled)
     config = ServerConfig(
         name=name,
         source=source,
@@ -360,7 +373,7 @@ def _parse(
         else ShutdownGraces(raw.shutdown.eof_ms, raw.shutdown.term_ms),
         oauth=None if raw.oauth is None else _oauth_settings(raw.oauth, report),
     )
-    config = _fit_to_transport(config, report)
+    config = _fit_to_transport(config, report, misspelled)
     if source in EXPANDED_SOURCES:
         config = _expand(config, environ, report)
     if config.oauth is not None:
@@ -370,12 +383,27 @@ def _parse(
     return attrs.evolve(config, fingerprint=connection_fingerprint(config, str(workdir)))
 
 
-def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> None:
+def _meant_field(key: str) -> str | None:
+    """The entry field that ``key`` is probably a typo of, if any: ``"comand"`` -> ``"command"``."""
+    written = key.lower()
+    known = _SUGGESTIONS.get(written)
+    if known is not None:
+        return known
+    swapped = [field for field in sorted(ENTRY_FIELDS) if sorted(field) == sorted(written)]  # "ulr"
+    close = swapped or difflib.get_close_matches(written, sorted(ENTRY_FIELDS), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> dict[str, str]:
+    """Warn about each unknown field; return the fields it is probably a typo of, by the key written."""
+    misspelled: dict[str, str] = {}
     for key in fields:
         if key in ENTRY_FIELDS:
             continue
-        suggestion = _SUGGESTIONS.get(str(key))
+        suggestion = _meant_field(str(key))
         hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
+        if suggestion is not None:
+            misspelled[str(key)] = suggestion
         report.warn(f"unknown field {key!r} was ignored{hint}", str(key))
     oauth = fields.get("oauth")
     if isinstance(oauth, Mapping):
@@ -391,7 +419,7 @@ def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> No
                 report.warn(f"unknown shutdown setting {key!r} was ignored (known: {known})", "shutdown")
     overrides = fields.get("tool_overrides")
     if not isinstance(overrides, Mapping):
-        return  # absent, or a type error the converter reports
+        return misspelled  # absent, or a type error the converter reports
     for tool, settings in cast(Mapping[object, object], overrides).items():
         if isinstance(settings, Mapping):
             for key in cast(Mapping[object, object], settings):
@@ -401,13 +429,20 @@ def _warn_unknown_fields(fields: Mapping[object, object], report: _Report) -> No
                         f"unknown tool override setting {key!r} was ignored (known: {known})",
                         f"tool_overrides[{tool!r}]",
                     )
+    return misspelled
+
+
+def _typo_hint(misspelled: Mapping[str, str], *fields: str) -> str:
+    """``; "comand" is not a field: did you mean "command"?`` for the unknown keys meant as one of ``fields``."""
+    hints = [f'"{key}" is not a field: did you mean "{meant}"?' for key, meant in misspelled.items() if meant in fields]
+    return "".join(f"; {hint}" for hint in hints)
 
 
 def _quoted(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def _transport_type(raw: RawEntry, report: _Report) -> str:
+def _transport_type(raw: RawEntry, report: _Report, misspelled: Mapping[str, str]) -> str:
     written = raw.type if raw.transport is None else raw.transport
     if (
         raw.type is not None
@@ -427,10 +462,12 @@ def _transport_type(raw: RawEntry, report: _Report) -> str:
         return TransportType.STDIO.value
     if raw.url is not None:
         return TransportType.HTTP.value  # never SSE by guess (R-CFG-2)
-    raise report.reject('needs "command" (a stdio server) or "url" (an http or sse server)')
+    raise report.reject(
+        'needs "command" (a stdio server) or "url" (an http or sse server)' + _typo_hint(misspelled, "command", "url")
+    )
 
 
-def _fit_to_transport(config: ServerConfig, report: _Report) -> ServerConfig:
+def _fit_to_transport(config: ServerConfig, report: _Report, misspelled: Mapping[str, str]) -> ServerConfig:
     transport = config.transport
     if transport is None:
         return config  # unknown type: kept whole, refused at connect time (R-CFG-3)
@@ -442,7 +479,8 @@ def _fit_to_transport(config: ServerConfig, report: _Report) -> ServerConfig:
         required, foreign = "url", _STDIO_FIELDS
         cleared = {"command": None, "args": (), "env": {}, "cwd": None, "shutdown": ShutdownGraces()}
     if not getattr(config, required):
-        raise report.reject(f'a {transport.value} server needs a non-empty "{required}"', required)
+        hint = _typo_hint(misspelled, required)
+        raise report.reject(f'a {transport.value} server needs a non-empty "{required}"{hint}', required)
     for field in foreign:
         value = getattr(config, field)
         if value != ShutdownGraces() if field == "shutdown" else value:

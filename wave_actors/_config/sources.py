@@ -308,7 +308,10 @@ def parse_json_document(data: bytes) -> object:
     try:
         return json.loads(text, parse_int=_parse_integer, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise UnreadableFile(f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})") from error
+        where = f"{error.msg} at line {error.lineno}, column {error.colno}"
+        if text[: error.pos].rstrip().endswith(",") and text[error.pos : error.pos + 1] in ("]", "}"):
+            where += ": a trailing comma, which JSON does not allow"
+        raise UnreadableFile(f"not valid JSON ({where})") from error
     except _Refused as error:
         raise UnreadableFile(f"not usable JSON ({error})") from error
     except (RecursionError, ValueError) as error:  # the checks above should have caught these first

@@ -193,7 +193,7 @@ class ProjectTrust:
     :param settings_file: the folder's wish list, ``<workdir>/.wave/settings.local.json``.
     :param servers: every entry of ``<workdir>/.mcp.json``, in the file's order.
     :param unused_approvals: approved or revoked names the project file does not have (now).
-    :param diagnostics: what was wrong with the files read.
+    :param diagnostics: what was wrong with the files read, and why each invalid entry is invalid.
     """
 
     workdir: str
@@ -271,7 +271,10 @@ class TrustInputs:
             reason = f"{self.settings_path} is unusable, so no project server loads until it is fixed"
             return Verdict(ApprovalState.PENDING, reason)
         if name in self.wish.disabled:
-            return Verdict(ApprovalState.DISABLED, f'it is listed in "{_SECTION}.disabled" of {self.settings_path}')
+            return Verdict(
+                ApprovalState.DISABLED,
+                f'it is listed in "{_SECTION}.disabled" of {self.settings_path}; take it out of that list to let it load',
+            )
         if name in self.record.revoked:
             hint = _command_hint("approve", name, "--workdir", str(self.workdir))
             return Verdict(ApprovalState.DISABLED, f"it was revoked in {self.record_path}; {hint} approves it again")
@@ -455,11 +458,14 @@ def judge_project(inputs: TrustInputs, project: SourceFile, environ: Mapping[str
     :param environ: the variables ``${VAR}`` expands from.
     """
     servers: list[ServerTrust] = []
+    skipped: list[Diagnostic] = []  # why an invalid entry cannot be approved
     for name, entry in project.entries.items():
         parsed = parse_entry(
             name, entry, source=Source.PROJECT, origin=project.origin, workdir=inputs.workdir, environ=environ
         )
         config = parsed.config
+        if config is None:
+            skipped.extend(problem for problem in parsed.diagnostics if problem.severity is Severity.ERROR)
         verdict = inputs.verdict(name, config)
         wish = inputs.wish
         servers.append(
@@ -483,5 +489,5 @@ def judge_project(inputs: TrustInputs, project: SourceFile, environ: Mapping[str
         str(inputs.settings_path),
         tuple(servers),
         unused,
-        (*project.diagnostics, *inputs.diagnostics),
+        (*project.diagnostics, *inputs.diagnostics, *skipped),
     )

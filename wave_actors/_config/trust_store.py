@@ -159,7 +159,7 @@ class TrustStore:
         unreadable = [
             problem
             for problem in current.diagnostics
-            if problem.severity is Severity.ERROR and problem.origin == self._origin
+            if problem.severity is Severity.ERROR and problem.origin == self._origin and problem.server is None
         ]
         if unreadable:
             raise ConfigError(f"cannot approve: {unreadable[0]}")
@@ -173,7 +173,9 @@ class TrustStore:
                     f"cannot approve {name!r}: {self._origin} has no such server (it has: {known})"
                 ) from None
             if server.config is None:
-                raise ConfigError(f"cannot approve {name!r}: its entry in {self._origin} is invalid")
+                why = [str(problem) for problem in current.diagnostics if problem.server == name]
+                said = f" ({'; '.join(why)})" if why else ""
+                raise ConfigError(f"cannot approve {name!r}: its entry in {self._origin} is invalid{said}")
             reviewed.append(server)
         return tuple(reviewed)
 
@@ -217,7 +219,13 @@ class TrustStore:
         for name in names:
             if name not in known:
                 listed = ", ".join(repr(known_name) for known_name in sorted(known)) or "none"
-                raise ConfigError(f"cannot revoke {name!r}: no such server in {self._origin} (known: {listed})")
+                unreadable = [
+                    str(problem)
+                    for problem in current.diagnostics
+                    if problem.severity is Severity.ERROR and problem.origin == self._origin and problem.server is None
+                ]
+                said = f"; {unreadable[0]}" if unreadable else ""
+                raise ConfigError(f"cannot revoke {name!r}: no such server in {self._origin} (known: {listed}){said}")
 
         def change(record: ProjectRecord) -> ProjectRecord:
             approved = {name: approval for name, approval in record.approved.items() if name not in names}

@@ -24,8 +24,8 @@ from typing import Final, TextIO
 
 import trio
 
-from wave_actors import Host, Session, WaveActorsError, reclaim_on_signals
-from wave_actors._console import EXIT_FAILURE, EXIT_OK, json_text, one_line, run_unwrapped
+from wave_actors import Host, Session, WaveActorsError
+from wave_actors._console import EXIT_FAILURE, EXIT_OK, json_text, one_line, run_until_signal
 from wave_actors._demo.report import Walkthrough, marks
 from wave_actors._demo.steps import (
     ECHO_INIT_DELAY,
@@ -87,7 +87,7 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
     started = time.monotonic()
     error: str | None = None
     try:
-        run_unwrapped(_bounded, walk, run)
+        run_until_signal(_bounded, walk, run)
     except (WaveActorsError, trio.TooSlowError) as caught:
         error = one_line(f"{type(caught).__name__}: {caught}")
     elapsed = time.monotonic() - started
@@ -131,7 +131,6 @@ def run_demo(out: TextIO = sys.stdout, *, as_json: bool = False) -> int:
 
 
 async def _bounded(walk: Walkthrough, run: str) -> None:
-    # SIGINT, SIGTERM, SIGHUP: every server is reclaimed, then the demo exits with 128 + the signal.
-    async with reclaim_on_signals():
-        with trio.fail_after(_DEMO_TIME_LIMIT):
-            await _walkthrough(walk, run)
+    # Under run_until_signal: SIGINT, SIGTERM, SIGHUP reclaim every server, then the demo exits with 128 + the signal.
+    with trio.fail_after(_DEMO_TIME_LIMIT):
+        await _walkthrough(walk, run)

@@ -179,7 +179,8 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
         reason when the server died during the handshake (its exit status says
         more than "connection closed").
     :param server: the server's name.
-    :param stderr: the stdio server's stderr log, whose tail ends the message.
+    :param stderr: the stdio server's stderr log, whose :meth:`~StderrLog.excerpt`
+        (the lines that read as errors first, within five) ends the message.
     :returns: ``error`` itself if it is already ours.
     """
     if isinstance(error, WaveActorsError):
@@ -187,8 +188,10 @@ def dial_error(error: Exception, *, server: str, stderr: StderrLog | None) -> Wa
     if classify(error) is Failure.AUTHORIZATION:
         return _authorization_error(error)
     message = f"server {server!r}: connect failed: {_detail(error)}"
-    if stderr is not None and (tail := stderr.tail()):
-        message += "\n  stderr:\n    " + tail.replace("\n", "\n    ")
+    excerpt = stderr.excerpt() if stderr is not None else None
+    if excerpt is not None and excerpt.lines:
+        shown = f" ({len(excerpt.lines)} of {excerpt.total} lines, error lines kept first)" if excerpt.omitted else ""
+        message += f"\n  stderr{shown}:\n    " + "\n    ".join(excerpt.lines)
     return DialError(message)
 
 

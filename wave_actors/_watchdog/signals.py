@@ -43,9 +43,11 @@ async def reclaim_on_signals(
     On the first signal the block is cancelled, so every ``Host.open`` and
     ``open_session`` inside it closes and reclaims its server families; once
     the block has unwound, :class:`SystemExit` is raised with status 128 + the
-    signal's number (130 for SIGINT, 143 for SIGTERM). Signals that arrive
-    meanwhile are logged and ignored: the teardown is already bounded by the
-    graces. A block that ends without a signal ends as usual.
+    signal's number (130 for SIGINT, 143 for SIGTERM). The first signal is
+    logged at INFO level (a shutdown that was asked for is not a fault);
+    signals that arrive meanwhile are logged as warnings and ignored: the
+    teardown is already bounded by the graces. A block that ends without a
+    signal ends as usual.
 
     :param signals: the signals to handle (default SIGTERM, SIGINT and SIGHUP,
         those of them the platform has).
@@ -67,7 +69,8 @@ async def reclaim_on_signals(
                             logger.warning("%s: already reclaiming every server family; the graces bound it", name)
                             continue
                         received.append(number)
-                        logger.warning("%s: reclaiming every server family before exiting", name)
+                        # Asked for, not a fault: a daemon's log should not call its own shutdown a warning.
+                        logger.info("%s: reclaiming every server family before exiting", name)
                         body.cancel()
 
                 nursery.start_soon(listen)
