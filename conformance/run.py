@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -504,25 +504,47 @@ def run(cache: Path, only: Sequence[str]) -> int:
     return 1 if failed else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.run", description=(__doc__ or "").splitlines()[0])
+def command_line(
+    argv: Sequence[str] | None,
+    *,
+    prog: str,
+    doc: str | None,
+    label: str,
+    what: str,
+    run: Callable[[Path, Sequence[str]], int],
+) -> int:
+    """The command line of a conformance run: ``--cache``, ``--skip-unavailable`` and the scenarios to run.
+
+    :param prog: the program's name in its usage line.
+    :param doc: the program's module docstring, whose first line describes it.
+    :param label: what each line it prints starts with.
+    :param what: what the positional arguments name (``scenarios``, ``server scenarios``).
+    :param run: runs the scenarios given (all when none), with the package cache; returns the exit code.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=ROOT / ".conformance-cache", help="where packages are installed")
     parser.add_argument(
         "--skip-unavailable", action="store_true", help="exit 0 when node, npm or the registry is missing (for CI)"
     )
-    parser.add_argument("only", nargs="*", help="run only these scenarios (default: all)")
+    parser.add_argument("only", nargs="*", help=f"run only these {what} (default: all)")
     arguments = parser.parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     try:
         code = run(arguments.cache.resolve(), arguments.only)
     except Unavailable as why:
-        print(f"conformance: skipped: {why}", file=sys.stderr)
+        print(f"{label}: skipped: {why}", file=sys.stderr)
         return 0 if arguments.skip_unavailable else 3
     except RuntimeError as error:
-        print(f"conformance: {error}", file=sys.stderr)
+        print(f"{label}: {error}", file=sys.stderr)
         return 1
-    print(f"conformance: {time.monotonic() - started:.1f} s")
+    print(f"{label}: {time.monotonic() - started:.1f} s")
     return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return command_line(
+        argv, prog="python -m conformance.run", doc=__doc__, label="conformance", what="scenarios", run=run
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ front can pass passed, 1 one did not, 3 the suite could not be run (0 with
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -36,8 +35,8 @@ from conformance.run import (
     Row,
     Scenario,
     Toolchain,
-    Unavailable,
     check_lines,
+    command_line,
     free_port,
     prepare,
     print_table,
@@ -170,24 +169,14 @@ def run(cache: Path, only: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.serve", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / ".conformance-cache", help="where packages are installed")
-    parser.add_argument(
-        "--skip-unavailable", action="store_true", help="exit 0 when node, npm or the registry is missing (for CI)"
+    return command_line(
+        argv,
+        prog="python -m conformance.serve",
+        doc=__doc__,
+        label="conformance (serve)",
+        what="server scenarios",
+        run=run,
     )
-    parser.add_argument("only", nargs="*", help="run only these server scenarios (default: all)")
-    arguments = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    started = time.monotonic()
-    try:
-        code = run(arguments.cache.resolve(), arguments.only)
-    except Unavailable as why:
-        print(f"conformance (serve): skipped: {why}", file=sys.stderr)
-        return 0 if arguments.skip_unavailable else 3
-    except RuntimeError as error:
-        print(f"conformance (serve): {error}", file=sys.stderr)
-        return 1
-    print(f"conformance (serve): {time.monotonic() - started:.1f} s")
-    return code
 
 
 if __name__ == "__main__":
