@@ -255,7 +255,9 @@ def test_a_call_answered_while_the_loop_is_blocked_is_a_result_not_a_timeout(tmp
         async with connected_session(tmp_path, {"f": entry}) as session:
             call = asyncio.create_task(session.call_tool("mcp__f__sleep", {"seconds": 0.3}))
             await asyncio.sleep(0.05)  # the call is on its way
-            time.sleep(1.2)  # a host that blocks its loop (a synchronous library call, say)
+            # The scenario itself, not a wait for something: a host blocks its loop (a synchronous library
+            # call, say) past the call's 600 ms deadline, while the server answers at 300 ms.
+            time.sleep(1.2)
             result = await call
             assert not result.is_error
 

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO
 
@@ -53,6 +52,14 @@ SESSION = (
     "print(child.pid, flush=True)\n"
     "while True: signal.pause()\n"
 )
+
+
+def wait_gone(pid: int, *, timeout: float) -> None:
+    """Wait until process ``pid`` (a child or not) has exited, at most ``timeout`` seconds."""
+    try:
+        psutil.Process(pid).wait(timeout=timeout)
+    except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+        pass  # gone already, or still there: the caller's assertion says which
 
 
 def start_watchdog(stderr: IO[bytes]) -> tuple[socket.socket, int]:
@@ -94,9 +101,7 @@ def test_a_root_pid_that_names_another_process_now_is_not_its_session(tmp_path: 
         tag = family_tag()
         host_end.sendall(f"begin {tag} 0.1 0.1\nroot {tag} {leader.pid} {start}\n".encode())
         host_end.close()  # the host is dead
-        deadline = time.monotonic() + 10
-        while is_alive(watchdog) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_gone(watchdog, timeout=10)
         assert not is_alive(watchdog)
         assert (is_alive(leader.pid), is_alive(child)) == ((True, True) if reused else (False, False))
     finally:
@@ -115,20 +120,21 @@ def test_at_the_host_death_a_family_in_a_cgroup_is_ended_by_it_and_the_cgroup_re
         tag = family_tag()
         family = cgroup.make_family_cgroup(directory, tag)
         inside = subprocess.Popen(
-            ["/bin/sh", "-c", 'echo 0 > "$0" && exec sleep 60', os.path.join(family, "cgroup.procs")],
+            ["/bin/sh", "-c", 'echo 0 > "$0" && echo in && exec sleep 60', os.path.join(family, "cgroup.procs")],
             env={},
+            stdout=subprocess.PIPE,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 10
-        while cgroup.cgroup_members(family) != [inside.pid] and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert inside.stdout is not None
+        assert inside.stdout.readline() == b"in\n"  # it has moved itself into the cgroup
+        inside.stdout.close()
+        assert cgroup.cgroup_members(family) == [inside.pid]
         with open(tmp_path / "watchdog.log", "wb") as log:
             host_end, watchdog = start_watchdog(log)
         host_end.sendall(f"begin {tag} 0.1 0.1\ncgroup {tag} {family}\n".encode())
         host_end.close()  # the host is dead
         assert inside.wait(timeout=5) in (-signal.SIGTERM, -signal.SIGKILL)  # found by its cgroup alone
-        while is_alive(watchdog) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_gone(watchdog, timeout=10)
         assert not os.path.exists(family)
         assert "reclaimed 1 process(es) of 1 server family" in (tmp_path / "watchdog.log").read_text()
     finally:
