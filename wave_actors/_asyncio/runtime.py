@@ -5,11 +5,14 @@
 entered and held until the asyncio side lets go. Everything the asyncio side
 asks is an *operation*: a trio task in the runtime's nursery, started through
 the trio token, whose outcome comes back by ``loop.call_soon_threadsafe``.
-Operations take their first step in the order they were asked for: one
-dispatcher starts them one after the other, each with ``nursery.start``, so a
+Operations take their first step in the order they were asked for, so a
 ``connect`` asked before a ``disconnect`` reaches its server first, as two
-trio tasks calling them in turn would (trio runs the tasks of one batch in
-any order; R-RACE-3).
+trio tasks calling them in turn would (R-RACE-3). Trio runs the tasks of one
+batch in any order, so at most one operation is ever spawned and not yet
+running: the next one is spawned by it, as its first act, and so runs in a
+later batch, after this one's first step. An operation asked for when none
+is waiting to run is spawned at once, from the token's callback: one
+scheduling pass from the request to its first step.
 Why a thread and not trio's guest mode is said, with the figures, in
 :mod:`wave_actors.asyncio`.
 
@@ -78,8 +81,8 @@ class TrioRuntime:
         self._token: trio.lowlevel.TrioToken | None = None
         self._operations: trio.Nursery | None = None
         self._held = trio.CancelScope()
-        self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not started yet
-        self._dispatch = trio.lowlevel.ParkingLot()
+        self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not spawned yet
+        self._spawned: _Call[Any, Any] | None = None  # trio thread: spawned, its task not running yet
         self._release_requested = False  # asyncio thread, read by the trio thread
         self._letting_go = False  # trio thread
         self._entered = False  # trio thread
@@ -281,7 +284,6 @@ class TrioRuntime:
         async with trio.open_nursery() as operations:
             self._operations = operations
             operations.start_soon(self._watch_loop, name=f"{self._name}: watching its asyncio loop")
-            operations.start_soon(self._dispatcher, operations, name=f"{self._name}: starting operations in order")
             self._accepting = True
             held = await outcome.acapture(self._hold, hold, entered)
             self._accepting = False
@@ -316,16 +318,21 @@ class TrioRuntime:
         if not self._accepting or self._operations is None:
             self.post(call.deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
             return
-        self._queued.append(call)
-        self._dispatch.unpark()
+        if self._spawned is None:
+            self._spawn(self._operations, call)
+        else:
+            self._queued.append(call)
 
-    async def _dispatcher(self, operations: trio.Nursery) -> None:
-        """Start each queued operation once the one before it has taken its first step (its command is issued)."""
-        while True:
-            while self._queued:
-                call = self._queued.popleft()
-                await operations.start(call.invoke, name=call.name)
-            await self._dispatch.park()
+    def _spawn(self, operations: trio.Nursery, call: _Call[Any, Any]) -> None:
+        self._spawned = call
+        operations.start_soon(call.invoke, name=call.name)
+
+    def _running(self, call: _Call[Any, Any]) -> None:
+        """Trio thread, the first act of ``call``'s task: spawn the next operation, to run after this first step."""
+        if self._spawned is call:
+            self._spawned = None
+            if self._queued and self._accepting and self._operations is not None:
+                self._spawn(self._operations, self._queued.popleft())
 
     async def _watch_loop(self) -> None:
         while not self._loop_gone():
@@ -369,13 +376,13 @@ class _Call(Generic[_R, _T]):
         """What the trio task is named after: the function."""
         return self._function
 
-    async def invoke(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def invoke(self) -> None:
         """Trio thread: run the function in a cancel scope of its own, and hand its outcome over.
 
-        Started as soon as it runs: the dispatcher resumes only after the
-        function's first step, so the next operation is issued after this one.
+        Its first act spawns the next operation asked for, which therefore
+        runs after this one's first step (its command is issued).
         """
-        task_status.started()
+        self._runtime._running(self)  # pyright: ignore[reportPrivateUsage]
         with trio.CancelScope() as scope:
             self._scope = scope
             if self._cancelled:
