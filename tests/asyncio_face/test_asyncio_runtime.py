@@ -9,7 +9,7 @@ asked before a ``disconnect`` must reach its server first.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 @asynccontextmanager
-async def _nothing(runtime: TrioRuntime) -> AsyncIterator[None]:
+async def _nothing(runtime: TrioRuntime) -> AsyncGenerator[None, None]:
     yield None
 
 

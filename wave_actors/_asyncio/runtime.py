@@ -46,7 +46,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, overload
 
 import outcome
 import trio
@@ -150,7 +150,11 @@ class TrioRuntime:
             return False
         return True
 
-    async def run(self, function: Callable[[], Awaitable[_R]], then: Callable[[_R], _T] | None = None) -> _T:
+    @overload
+    async def run(self, function: Callable[[], Awaitable[_R]]) -> _R: ...
+    @overload
+    async def run(self, function: Callable[[], Awaitable[_R]], then: Callable[[_R], _T]) -> _T: ...
+    async def run(self, function: Callable[[], Awaitable[_R]], then: Callable[[_R], _T] | None = None) -> Any:
         """Run ``function()`` as a trio task of the runtime and return (or raise) its outcome.
 
         Asyncio thread. Cancelling the caller cancels the trio task, waits
