@@ -54,6 +54,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -101,27 +102,95 @@ def _entries() -> dict[str, dict[str, object]]:
     return entries
 
 
-async def _heartbeat(delays: list[float], stop: trio.Event) -> None:
-    """Sleep 1 ms at a time and record how late each wake-up was."""
+STALL_MS = 10.0
+"""A tick later than this is a stall, and its cause is named."""
+
+
+async def _heartbeat(delays: list[float], woke: list[float], stop: trio.Event) -> None:
+    """Sleep 1 ms at a time and record how late each wake-up was, and when it came (``perf_counter``)."""
     period = 0.001
     while not stop.is_set():
         expected = trio.current_time() + period
         await trio.sleep(period)
         delays.append(max(0.0, trio.current_time() - expected))
+        woke.append(time.perf_counter())
+
+
+class _LongSteps(trio.abc.Instrument):
+    """Records every task step of at least ``threshold`` seconds: a stall's cause inside the loop, named.
+
+    A step whose thread ran for less than half of it was mostly descheduled
+    by the system (the machine's other work), not busy in this loop.
+    """
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.steps: list[tuple[float, float, str]] = []  # (ended at, seconds, what)
+        self._started = 0.0
+        self._cpu = 0.0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._started, self._cpu = time.perf_counter(), time.thread_time()
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        ended = time.perf_counter()
+        if ended - self._started >= self.threshold:
+            cpu = time.thread_time() - self._cpu
+            running = f"{cpu * 1000:.0f} ms of it running"
+            what = (
+                task.name if cpu >= (ended - self._started) / 2 else f"{task.name} (its thread off the CPU: {running})"
+            )
+            self.steps.append((ended, ended - self._started, what))
+
+
+def _stall_causes(
+    delays: list[float],
+    woke: list[float],
+    pauses: list[tuple[int, float, float]],
+    steps: list[tuple[float, float, str]],
+) -> list[tuple[float, str]]:
+    """Each stall (a tick later than :data:`STALL_MS`), in ms, with what overlapped it.
+
+    A garbage collection or a long task step of this loop inside the late
+    tick's window names it; with neither, no code of this process held the
+    loop: it waited for a CPU (the machine's other processes).
+    """
+    stalls: list[tuple[float, str]] = []
+    for delay, at in zip(delays, woke, strict=True):
+        if delay * 1000 < STALL_MS:
+            continue
+        start = at - delay - 0.001
+
+        def overlaps(ended: float, seconds: float, start: float = start, at: float = at) -> bool:
+            return ended > start and ended - seconds < at
+
+        collections = [
+            f"full garbage collection ({seconds * 1000:.0f} ms)"
+            if generation == 2
+            else f"generation-{generation} collection ({seconds * 1000:.0f} ms)"
+            for generation, seconds, ended in pauses
+            if overlaps(ended, seconds)
+        ]
+        long_steps = [
+            f"a {seconds * 1000:.0f} ms step of {name}" for ended, seconds, name in steps if overlaps(ended, seconds)
+        ]
+        stalls.append((delay * 1000, "; ".join(collections + long_steps) or "no long step: waiting for a CPU"))
+    return stalls
 
 
 class _CollectionTimer:
     """Times every garbage collection while installed (``gc.callbacks``): a stall's usual cause, named."""
 
     def __init__(self) -> None:
-        self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
+        self.pauses: list[tuple[int, float, float]] = []  # (generation, seconds, ended at)
         self._started = 0.0
 
     def __call__(self, phase: str, information: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
         else:
-            self.pauses.append((information["generation"], time.perf_counter() - self._started))
+            ended = time.perf_counter()
+            self.pauses.append((information["generation"], ended - self._started, ended))
 
     def __enter__(self) -> _CollectionTimer:
         gc.callbacks.append(self)
@@ -131,9 +200,10 @@ class _CollectionTimer:
         gc.callbacks.remove(self)
 
 
-async def _call_load(sessions: list[Any], callers: int, seconds: float) -> tuple[int, list[float]]:
-    """``callers`` tasks calling ``echo`` in a loop for ``seconds``; the calls made and the heartbeat's delays."""
+async def _call_load(sessions: list[Any], callers: int, seconds: float) -> tuple[int, list[float], list[float]]:
+    """``callers`` tasks calling ``echo`` in a loop for ``seconds``; the calls made, the heartbeat's delays and wake times."""
     delays: list[float] = []
+    woke: list[float] = []
     stop = trio.Event()
     calls = 0
 
@@ -145,12 +215,12 @@ async def _call_load(sessions: list[Any], callers: int, seconds: float) -> tuple
             calls += 1
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_heartbeat, delays, stop)
+        nursery.start_soon(_heartbeat, delays, woke, stop)
         for index in range(callers):
             nursery.start_soon(caller, index)
         await trio.sleep(seconds)
         stop.set()
-    return calls, delays
+    return calls, delays, woke
 
 
 async def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
@@ -274,9 +344,15 @@ async def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
                 step["figures"] = figures
                 phase(f"{mode}: {size} sessions, heartbeat under call load")
                 callers = population if mode == "project" else [load]
-                with _CollectionTimer() as collections:
-                    calls, delays = await _call_load(callers, arguments.callers, arguments.load_seconds)
+                long_steps = _LongSteps(STALL_MS / 2000)
+                trio.lowlevel.add_instrument(long_steps)
+                try:
+                    with _CollectionTimer() as collections:
+                        calls, delays, woke = await _call_load(callers, arguments.callers, arguments.load_seconds)
+                finally:
+                    trio.lowlevel.remove_instrument(long_steps)
                 step["gc_pauses"] = collections.pauses
+                step["stalls"] = _stall_causes(delays, woke, collections.pauses, long_steps.steps)
                 step["load_calls_per_s"] = calls / arguments.load_seconds
                 step["tick_delays"] = delays
                 result["steps"][str(size)] = step
@@ -364,8 +440,26 @@ async def _spawn_worker(arguments: argparse.Namespace, progress: Progress, label
 
 def _longest_full(runs: list[dict[str, Any]], size: str) -> float:
     """The longest generation-2 collection seen under call load at ``size``, in seconds (NaN: none ran)."""
-    pauses = [seconds for run in runs for generation, seconds in run["steps"][size]["gc_pauses"] if generation == 2]
+    pauses = [seconds for run in runs for generation, seconds, _ in run["steps"][size]["gc_pauses"] if generation == 2]
     return max(pauses, default=math.nan)
+
+
+def _stall_summary(runs: list[dict[str, Any]], size: str) -> str:
+    """How many stalls there were at ``size``, by cause, and the worst with its cause."""
+    stalls = [(delay, cause) for run in runs for delay, cause in run["steps"][size]["stalls"]]
+    if not stalls:
+        return "none"
+    kinds = Counter(
+        "garbage collection"
+        if "collection" in cause
+        else "waiting for a CPU"
+        if "off the CPU" in cause or "no long step" in cause
+        else "a long task step"
+        for _, cause in stalls
+    )
+    worst, cause = max(stalls)
+    by_cause = ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
+    return f"{len(stalls)} ({by_cause}); worst {worst:.1f} ms: {cause}"
 
 
 def _ms(values: list[float]) -> tuple[float, float]:
@@ -435,6 +529,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
             ),
             f"tick delay: a 1 ms heartbeat's lateness while {arguments.callers} tasks call echo for "
             f"{arguments.load_seconds:g} s, per step.",
+            *(f"stalls over {STALL_MS:g} ms at {size}: {_stall_summary(results[mode], str(size))}" for size in steps),
         ]
         outcome.tables.append(table)
 
