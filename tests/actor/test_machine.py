@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from wave_actors import ServerState
 from wave_actors._actor.machine import (
+    WITHDRAWN_KEPT,
     ActorState,
     dead,
     failure_retried,
@@ -535,6 +536,19 @@ def test_a_tool_a_later_listing_lacks_is_withdrawn_until_it_is_listed_again() ->
     assert (state.listed, state.withdrawn) == ({"write"}, {"search"})
     state = executor.post(ToolsListed(2, LIST))
     assert (state.listed, state.withdrawn) == ({"search", "write"}, frozenset())
+
+
+def test_a_server_renaming_its_tools_at_every_listing_cannot_grow_what_is_remembered() -> None:
+    # A hostile server: 200 listings of 20 fresh names each, 3 980 names withdrawn in all.
+    executor = connected()
+    for listing in range(200):
+        tools = tuple(ServerTool(f"t{listing}_{index}", "renamed") for index in range(20))
+        state = executor.post(ToolsListed(1, tools))
+        assert len(state.withdrawn) <= WITHDRAWN_KEPT
+    assert state.listed == {f"t199_{index}" for index in range(20)}
+    # The newest withdrawals are the ones remembered: a call by one is still refused as withdrawn.
+    assert {f"t198_{index}" for index in range(20)} <= state.withdrawn
+    assert len(state.withdrawn) == WITHDRAWN_KEPT and state.listed.isdisjoint(state.withdrawn)
 
 
 def test_a_stale_listing_changes_no_known_name() -> None:

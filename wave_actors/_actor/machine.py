@@ -39,7 +39,10 @@ kept while the connection is down, and ``withdrawn`` what an earlier listing
 had and a later one lacks. Both change only where a listing arrives, so a
 call by a name the server listed, made while it is down, is told the server
 is unavailable, and a call by a name it withdrew is refused, whatever anyone
-looked at before (R-TOOL-1, R-CACHE-2).
+looked at before (R-TOOL-1, R-CACHE-2). ``withdrawn`` keeps at most
+:data:`WITHDRAWN_KEPT` names, the newest withdrawals first: a server that
+renames its tools at every listing cannot grow the host (a name forgotten is
+then unknown, still refused before anything is sent).
 
 Besides :func:`reduce`, predicates say what the executor and the session do
 between messages: :func:`lazy_dial_due` (whether ``prepare_turn`` dials this
@@ -50,6 +53,8 @@ rebuild). They are rules about the state, so they live here too.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 import attrs
 
@@ -78,6 +83,9 @@ from wave_actors._actor.messages import (
 from wave_actors._listing import ServerTool
 from wave_actors._observation import EffectKind, MessageKind, Transition
 from wave_actors._status import ServerState
+
+WITHDRAWN_KEPT: Final = 256
+"""The most withdrawn tool names an actor remembers; the names a listing withdrew last are kept first."""
 
 __all__ = [
     "ActorState",
@@ -445,7 +453,13 @@ def _after_listing(state: ActorState, tools: tuple[ServerTool, ...]) -> dict[str
     listed = frozenset(tool.name for tool in tools)
     if listed == state.listed:
         return {}
-    return {"listed": listed, "withdrawn": (state.withdrawn | state.listed) - listed}
+    newly = state.listed - listed
+    withdrawn = newly | (state.withdrawn - listed)
+    if len(withdrawn) > WITHDRAWN_KEPT:
+        kept = sorted(newly)[:WITHDRAWN_KEPT]
+        kept += sorted(withdrawn - newly)[: WITHDRAWN_KEPT - len(kept)]
+        withdrawn = frozenset(kept)
+    return {"listed": listed, "withdrawn": withdrawn}
 
 
 def _gave_up(reason: str) -> str:

@@ -13,7 +13,9 @@ actors in an :class:`ActorGroup`, and the group is the only place that
   (:meth:`ActorGroup.start`) apart from registering the added servers
   (:meth:`ActorGroup.register`) (R-STORE-5, R-SCOPE-3);
 - picks the servers whose lazy dial is due (R-DIAL-2);
-- keeps the tool names of the servers it retired, beside the names each live
+- keeps the tool names of the servers it retired (the last
+  :data:`RETIRED_KEPT` of them: a project's group lives as long as the host,
+  through any number of configuration changes), beside the names each live
   server's state machine keeps, so a call by a name that is not listed now is
   answered with why (R-TOOL-1, R-CACHE-2).
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Generic, TypeVar, cast, final
+from typing import Final, Generic, TypeVar, cast, final
 
 import trio
 
@@ -48,6 +50,9 @@ from wave_actors._tools import assign_names
 __all__ = ["ActorGroup"]
 
 Key = TypeVar("Key", bound=Hashable)
+
+RETIRED_KEPT: Final = 64
+"""The retired servers whose tool names a group remembers, to say why a call by one is refused; the oldest goes first."""
 
 
 @final
@@ -210,7 +215,10 @@ class ActorGroup(Generic[Key]):
         if actor is None:
             return None
         state = actor.state
+        self._removed.pop(actor.config.name, None)  # the newest retirement goes last
         self._removed[actor.config.name] = state.listed | state.withdrawn
+        while len(self._removed) > RETIRED_KEPT:
+            del self._removed[next(iter(self._removed))]
         self._retiring[key] = (actor.config.name, trio.Event())
         self._on_change((key,))
         return actor
