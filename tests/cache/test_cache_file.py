@@ -371,6 +371,27 @@ async def _observe(directory: Path, workdir: str, *servers: tuple[ServerConfig, 
     return cache
 
 
+async def test_an_owner_reconfigured_without_end_keeps_the_snapshots_of_its_current_entries_only(
+    tmp_path: Path,
+) -> None:
+    # R-HOST-3: a project's group lives as long as the host; each new entry it connects must not stay in memory.
+    directory = cache_directory(tmp_path / "home")
+    changing = [
+        load_config(tmp_path, home=tmp_path, constructor={"a": {"command": "server", "args": [str(n)]}})
+        for n in range(50)
+    ]
+    async with trio.open_nursery() as nursery:
+        writer = ToolCacheWriter(directory, WORKDIR, EMPTY_CACHE, nursery=nursery, configured=list)
+        for index, loaded in enumerate(changing):
+            config = loaded.servers["a"]
+            writer.observe([_connected(config, "search", at=float(index))])
+            assert set(writer.cache.entries) == {("a", config.fingerprint)}
+        writer.observe([])  # its last server removed: kept until the next snapshot is recorded
+        other = load_config(tmp_path, home=tmp_path, constructor={"b": {"command": "server"}}).servers["b"]
+        writer.observe([_connected(other, "read")])
+        assert set(writer.cache.entries) == {("b", other.fingerprint)}
+
+
 _secrets = st.text(st.characters(codec="utf-8", categories=("L", "N")), min_size=12, max_size=40)
 
 

@@ -117,14 +117,22 @@ class ToolCacheWriter:
     def observe(self, servers: Iterable[tuple[ServerConfig, ActorState]]) -> None:
         """Record the snapshot of every server that connected or refreshed its tools since the last call.
 
-        :param servers: each server's entry and state machine state, after a change.
+        The view then keeps the entries of ``servers`` only: an owner that
+        lives as long as its host (a project's group) through any number of
+        configuration changes holds the snapshots of what it has now, not of
+        every entry it ever had (R-HOST-3). The files keep the rest.
+
+        :param servers: each server's entry and state machine state, after a
+            change: every server of the owner.
         """
         from wave_actors._actor.machine import settled
         from wave_actors._status import ServerState
 
         updates: list[CachedServer] = []
+        current: set[tuple[str, str]] = set()
         connecting = False
         for config, state in servers:
+            current.add((config.name, config.fingerprint))
             connecting = connecting or not settled(state)
             if state.state is not ServerState.CONNECTED or state.last_connected is None:
                 continue
@@ -143,7 +151,10 @@ class ToolCacheWriter:
             self._settled.set()
         if not updates:
             return
+        self._cache = ToolCache({key: entry for key, entry in self._cache.entries.items() if key in current})
         self._cache = self._cache.with_entries(updates)
+        names = {name for name, _ in current}
+        self._seen = {name: seen for name, seen in self._seen.items() if name in names}
         self._pending.update((update.key, update) for update in updates)
         if not self._writing:
             try:
