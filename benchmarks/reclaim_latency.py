@@ -17,8 +17,10 @@ servers must cost one grace, not 5: R-KILL-2), and ``--mass-sessions``
 sessions destroyed all at once (a host shutting down). Then real servers that
 exit on EOF by themselves: the SDK's own Python server and, when node and the
 conformance cache are installed (``make conformance``), node's
-``server-everything``. Last, for comparison, the bare SDK: ``stdio_client`` +
-``ClientSession`` closed around the same server that exits on EOF.
+``server-everything``. Last, side by side with the bare SDK (``stdio_client``
++ ``ClientSession`` closed around the same server), pair by pair, on the
+fault server and on the SDK's reference server, both exiting on EOF: target
+``destroy_session`` at most 0.5x the bare close.
 
 Each case runs with a cgroup per server family (R-KILL-10; where this
 process may make cgroups) and with the tags alone (``Host.open(cgroups=False)``),
@@ -77,7 +79,13 @@ OPTIONS = (
     Option("mass_runs", int, 3, 1, "runs of the case destroying many sessions at once"),
     Option("mass_sessions", int, 50, 50, "sessions in that case"),
     Option("real_runs", int, 5, 0, "runs per real server (the SDK's, node's server-everything; 0: skip)"),
-    Option("sdk_runs", int, 30, 4, "closes of a bare SDK stdio_client + ClientSession (0: skip)"),
+    Option(
+        "sdk_runs",
+        int,
+        30,
+        4,
+        "pairs per server, side by side: destroy_session of a one-server session, then a bare SDK close (0: skip)",
+    ),
     Option("graces", str, "", "", "eof,term,kill seconds (default: the library's Graces())"),
     Option("cgroups", str, "both", "both", "reclaim with a cgroup per family (on), by tag (off), or both"),
 )
@@ -88,6 +96,8 @@ IGNORES_EOF_TARGET_MS = 700.0
 STUBBORN_TARGET_MS = 1200.0
 # Five stubborn servers in one session against one: reclaimed together, they cost one grace.
 PARALLEL_TARGET = 1.2
+# destroy_session against a bare SDK close around the same server (issue 27), side by side.
+BARE_RATIO_TARGET = 0.5
 
 EVERYTHING = (
     Path(__file__).resolve().parent.parent
@@ -258,12 +268,12 @@ async def _one_run(host: Host, workdir: Path, case: Case, *, patience: float = 3
     return times
 
 
-async def _bare_sdk_close(workdir: Path) -> float:
-    """Seconds a bare SDK ``stdio_client`` + ``ClientSession`` takes to close around a server that exits on EOF."""
+async def _bare_sdk_close(workdir: Path, entry: dict[str, object]) -> float:
+    """Seconds a bare SDK ``stdio_client`` + ``ClientSession`` takes to close around ``entry``'s server."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    command = entry_command(fault_server_entry())
+    command = entry_command(entry)
     parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ), cwd=workdir)
     with open(os.devnull, "w") as devnull:
         async with contextlib.AsyncExitStack() as stack:
@@ -272,6 +282,36 @@ async def _bare_sdk_close(workdir: Path) -> float:
             await client.initialize()
             started = time.perf_counter()
         return time.perf_counter() - started
+
+
+async def _our_destroy(host: Host, workdir: Path, entry: dict[str, object]) -> float:
+    """Seconds ``destroy_session`` takes for a session with ``entry``'s server connected."""
+    session = await host.create_session(workdir, {"s": entry})
+    await session.connect("s")
+    started = time.perf_counter()
+    await host.destroy_session(session.id)
+    return time.perf_counter() - started
+
+
+async def _side_by_side(
+    workdir: Path, options: SessionOptions, pairs: int, progress: Progress
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per server that exits on EOF: ``pairs`` of (our destroy, a bare SDK close), alternating which goes first."""
+    servers = {"the fault server": fault_server_entry(), "the SDK's reference server": reference_server_entry()}
+    times: dict[str, tuple[list[float], list[float]]] = {}
+    async with Host.open(home=workdir / "home", options=options) as host:
+        for label, entry in servers.items():
+            ours: list[float] = []
+            bare: list[float] = []
+            for index in range(pairs):
+                progress.update("side by side", f"{label}: pair {index + 1}/{pairs}")
+                for side in ("ours", "bare") if index % 2 == 0 else ("bare", "ours"):
+                    if side == "ours":
+                        ours.append(await _our_destroy(host, workdir, entry) * 1000)
+                    else:
+                        bare.append(await _bare_sdk_close(workdir, entry) * 1000)
+            times[label] = (ours, bare)
+    return times
 
 
 def _targets(returned: dict[str, float], defaults: bool) -> list[Headline]:
@@ -370,14 +410,27 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                         "stopped waiting (times shown as '-'; killed by it)"
                     )
         if arguments.sdk_runs > 0:
-            closes: list[float] = []
-            for index in range(arguments.sdk_runs):
-                progress.update("bare SDK", f"close {index + 1}/{arguments.sdk_runs}")
-                closes.append(await _bare_sdk_close(workdir) * 1000)
-            outcome.data["bare_sdk_close_ms"] = closes
-            label = "bare SDK stdio_client + ClientSession close, server exits on EOF"
-            table.add(label, "-", len(closes), 1, math.nan, math.nan, math.nan, median(closes), 0)
-            outcome.headlines.append(info("bare SDK close p50, server exits on EOF", median(closes), "ms"))
+            pairs = await _side_by_side(workdir, options, arguments.sdk_runs, progress)
+            outcome.data["side_by_side_ms"] = pairs
+            versus = Table(
+                f"reclaim_latency: destroy_session against a bare SDK close around the same server, side by side "
+                f"({arguments.sdk_runs} pairs each, alternating which goes first)",
+                ["server (exits on EOF)", "destroy_session p50 ms", "bare SDK close p50 ms", "ratio"],
+            )
+            for label, (ours, bare) in pairs.items():
+                versus.add(label, median(ours), median(bare), ratio(median(ours), median(bare)))
+                outcome.headlines.append(
+                    at_most(
+                        f"destroy_session / bare SDK close, {label}",
+                        ratio(median(ours), median(bare)),
+                        BARE_RATIO_TARGET,
+                    )
+                )
+            versus.notes.append(
+                "destroy_session: a one-server session, connected, destroyed until its processes are gone; "
+                "bare SDK: stdio_client + ClientSession, initialized, then the time its close took."
+            )
+            outcome.tables.append(versus)
     table.notes += [
         "processes: per run (servers + grandchildren), found by an env mark on the entries, and the escaping",
         "  daemons by the label on their command line (they carry no environment).",
@@ -387,7 +440,6 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         "p99 is nearest-rank (with <= 100 runs it is the maximum); a member is gone once dead or a zombie.",
         f"a server ignoring EOF costs the eof grace (~{graces.eof * 1000:.0f} ms); one ignoring SIGTERM too, "
         f"the eof grace + the term grace (~{(graces.eof + graces.term) * 1000:.0f} ms), by design.",
-        "bare SDK: only the time its close took (it waits for the server's exit, grandchildren aside).",
         *real_notes,
     ]
     outcome.tables.append(table)
