@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +101,59 @@ def test_the_first_holder_removes_what_dead_processes_left_and_nothing_of_the_li
         living.wait()
         for family in (os.path.join(kept, "family"), kept):
             os.rmdir(family)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux's")
+def test_priming_the_migration_lock_moves_nothing() -> None:
+    # The write that readies the kernel's migration lock names this process and the cgroup it is in.
+    own, reason = cgroup.probe()
+    if own is None:
+        pytest.skip(f"no cgroup can be made for server families here: {reason}")
+    with open("/proc/self/cgroup") as file:
+        before = file.read()
+    members_before = cgroup.cgroup_members(own)
+    assert cgroup.prime_once()
+    assert cgroup.prime_once()  # where it is is remembered, and read again
+    with open("/proc/self/cgroup") as file:
+        assert file.read() == before
+    assert os.getpid() in members_before and os.getpid() in cgroup.cgroup_members(own)
+
+
+def test_priming_where_no_cgroup_can_be_found_is_refused_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cgroup, "_where_i_am", lambda: None)
+    assert not cgroup.prime_once()
+
+
+def test_priming_refused_by_the_kernel_is_quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A cgroup.procs that cannot be opened, or whose write fails: the server then waits for the lock itself.
+    monkeypatch.setattr(cgroup, "_where_i_am", lambda: str(tmp_path / "gone"))
+    assert not cgroup.prime_once()
+    (tmp_path / "cgroup.procs").mkdir()  # opening a directory for writing fails
+    monkeypatch.setattr(cgroup, "_where_i_am", lambda: str(tmp_path))
+    assert not cgroup.prime_once()
+
+
+def test_asks_to_prime_made_while_it_runs_are_one_more_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs: list[int] = []
+    entered = threading.Event()
+    go_on = threading.Event()
+    second_done = threading.Event()
+
+    def prime() -> bool:
+        runs.append(len(runs))
+        if len(runs) == 1:
+            entered.set()
+            go_on.wait()
+        else:
+            second_done.set()
+        return True
+
+    monkeypatch.setattr(cgroup, "prime_once", prime)
+    primer = cgroup._Primer()  # pyright: ignore[reportPrivateUsage]
+    primer.ask()
+    assert entered.wait(10)
+    primer.ask()
+    primer.ask()
+    go_on.set()
+    assert second_done.wait(10)
+    assert runs == [0, 1]

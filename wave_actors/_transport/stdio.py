@@ -57,7 +57,7 @@ import trio
 
 from wave_actors._config import ServerConfig
 from wave_actors._errors import DialError
-from wave_actors._family.cgroup import cgroups_in_force, make_family_cgroup, remove_family_cgroup
+from wave_actors._family.cgroup import cgroups_in_force, make_family_cgroup, prime_migration, remove_family_cgroup
 from wave_actors._family.graces import Graces
 from wave_actors._family.registry import registry as families
 from wave_actors._family.tag import FAMILY_VARIABLE, family_tag
@@ -109,10 +109,12 @@ def _family_cgroup(tag: str) -> str | None:
     if directory is None:
         return None
     try:
-        return make_family_cgroup(directory, tag)  # a mkdir on the cgroup file system: microseconds
+        cgroup = make_family_cgroup(directory, tag)  # a mkdir on the cgroup file system: microseconds
     except OSError as error:
         logger.warning("no cgroup for a server family (%s); it is found by its tag instead", error)
         return None
+    prime_migration()  # the kernel's wait for the server's move into it starts now, beside the spawn
+    return cgroup
 
 
 def _forget(tag: str, cgroup: str | None) -> None:
