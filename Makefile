@@ -35,7 +35,13 @@ docs: $(DOCS_STAMP)
 	@echo "docs: docs/_build/html/index.html"
 
 # BENCH_FLAGS=--soak (or `make soak`): the hour-long soak alone; BENCH_FLAGS=--quick: smoke sizes.
-bench: $(STAMP)
+# make bench also installs the bench extra: the peers measured side by side (fastmcp's client).
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_FLAGS)
 
 soak: $(STAMP)
