@@ -3,16 +3,19 @@
 :meth:`TrioRuntime.open` starts a thread running ``trio.run``; in it, a
 *holder* (``Host.open(...)`` or ``open_session(...)``, the trio ones) is
 entered and held until the asyncio side lets go. Everything the asyncio side
-asks is an *operation*: a trio task in the runtime's nursery, started through
-the trio token, whose outcome comes back by ``loop.call_soon_threadsafe``.
+asks is an *operation*: asked for through the trio token, run by a worker
+task of the runtime's nursery, its outcome handed back by
+``loop.call_soon_threadsafe``. Workers wait idle between operations (up to
+:data:`IDLE_WORKERS` of them): a task spawned per operation cost more than
+the hand-off across the threads.
 Operations take their first step in the order they were asked for, so a
 ``connect`` asked before a ``disconnect`` reaches its server first, as two
 trio tasks calling them in turn would (R-RACE-3). Trio runs the tasks of one
-batch in any order, so at most one operation is ever spawned and not yet
-running: the next one is spawned by it, as its first act, and so runs in a
-later batch, after this one's first step. An operation asked for when none
-is waiting to run is spawned at once, from the token's callback: one
-scheduling pass from the request to its first step.
+batch in any order, so at most one operation is ever handed to a worker and
+not yet running: the next one is handed over by it, as its first act, and so
+runs in a later batch, after this one's first step. An operation asked for
+when none is waiting to run is handed over at once, from the token's
+callback: one scheduling pass from the request to its first step.
 Why a thread and not trio's guest mode is said, with the figures, in
 :mod:`wave_actors.asyncio`.
 
@@ -63,6 +66,9 @@ _R = TypeVar("_R")
 LOOP_POLL: Final = 0.1
 """Seconds between two looks, from the trio side, at whether the asyncio loop is still there."""
 
+IDLE_WORKERS: Final = 16
+"""Trio tasks kept waiting for the next operation once theirs has ended (more are started when more run at once)."""
+
 
 class RuntimeClosed(WaveActorsError):
     """The runtime's holder was let go (its host or session is closed): nothing more runs there."""
@@ -82,7 +88,8 @@ class TrioRuntime:
         self._operations: trio.Nursery | None = None
         self._held = trio.CancelScope()
         self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not spawned yet
-        self._spawned: _Call[Any, Any] | None = None  # trio thread: spawned, its task not running yet
+        self._spawned: _Call[Any, Any] | None = None  # trio thread: handed to a worker, not running yet
+        self._idle: list[trio.lowlevel.Task] = []  # trio thread: workers waiting for an operation
         self._release_requested = False  # asyncio thread, read by the trio thread
         self._letting_go = False  # trio thread
         self._entered = False  # trio thread
@@ -328,8 +335,30 @@ class TrioRuntime:
             self._queued.append(call)
 
     def _spawn(self, operations: trio.Nursery, call: _Call[Any, Any]) -> None:
+        """Hand ``call`` to an idle worker, or to a new one."""
         self._spawned = call
-        operations.start_soon(call.invoke, name=call.name)
+        if self._idle:
+            trio.lowlevel.reschedule(self._idle.pop(), outcome.Value(call))
+        else:
+            operations.start_soon(self._worker, call, name=f"{self._name}: operations")
+
+    async def _worker(self, call: _Call[Any, Any]) -> None:
+        """Run operations one after the other, waiting idle in between; end when enough others wait idle.
+
+        A task spawned per operation would cost more than the hand-off itself.
+        """
+        task = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:  # the holder is let go: the worker ends
+            self._idle.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        while True:
+            await call.invoke()
+            if len(self._idle) >= IDLE_WORKERS:
+                return
+            self._idle.append(task)
+            call = await trio.lowlevel.wait_task_rescheduled(abort)
 
     def _running(self, call: _Call[Any, Any]) -> None:
         """Trio thread, the first act of ``call``'s task: spawn the next operation, to run after this first step."""
@@ -383,8 +412,9 @@ class _Call(Generic[_R, _T]):
     async def invoke(self) -> None:
         """Trio thread: run the function in a cancel scope of its own, and hand its outcome over.
 
-        Its first act spawns the next operation asked for, which therefore
-        runs after this one's first step (its command is issued).
+        Its first act hands the next operation asked for to a worker, which
+        therefore runs it after this one's first step (its command is issued).
+        Never raises but a cancellation of the worker itself.
         """
         self._runtime._running(self)  # pyright: ignore[reportPrivateUsage]
         with trio.CancelScope() as scope:
