@@ -4,7 +4,8 @@ One session connects ``--servers`` stdio servers (the stdlib fault server,
 which does not import the SDK) and calls ``echo`` once on each; the figures
 are the host process's resident memory per connected server (RSS delta after
 ``gc.collect()``, divided by the servers), the trio tasks per connected
-server, and the bytes ``tracemalloc`` sees per server. The bare side does the
+server, the objects the garbage collector tracks per server (each one walked
+by every full collection), and the bytes ``tracemalloc`` sees per server. The bare side does the
 same with what a host writes without this library: ``stdio_client`` +
 ``ClientSession`` + ``initialize`` + ``list_tools`` + one call, per server.
 
@@ -112,10 +113,12 @@ async def _worker(side: str, servers: int, trace: bool) -> dict[str, Any]:
         gc.collect()
         rss_before = me.memory_info().rss
         tasks_before = count_tasks()
+        objects_before = len(gc.get_objects())
         async with AsyncExitStack() as stack:
             await connect(stack, workdir, servers, "s")
             gc.collect()
             rss_after = me.memory_info().rss
+            result["gc_objects_per_server"] = (len(gc.get_objects()) - objects_before) / servers
             result["tasks_per_server"] = (count_tasks() - tasks_before) / servers
             result["kib_per_server"] = (rss_after - rss_before) / servers / 1024
             if trace:
@@ -168,13 +171,21 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     tasks, bare_tasks = figure("ours", "tasks_per_server"), figure("bare", "tasks_per_server")
     table.add("RSS per connected server KiB", kib, bare_kib, ratio(kib, bare_kib), f"<= {TARGET_KIB:g}")
     table.add("trio tasks per connected server", tasks, bare_tasks, ratio(tasks, bare_tasks), f"<= {TARGET_TASKS:g}")
+    objects, bare_objects = figure("ours", "gc_objects_per_server"), figure("bare", "gc_objects_per_server")
+    table.add("GC-tracked objects per connected server", objects, bare_objects, ratio(objects, bare_objects), "")
     table.notes.append(
         "RSS: psutil rss after gc.collect(), delta over connecting all servers (after one warm-up connection)."
+    )
+    table.notes.append(
+        "GC-tracked objects: len(gc.get_objects()) after gc.collect(), same delta; each one is walked by every full"
+        " collection."
     )
     outcome.tables.append(table)
     outcome.headlines += [
         at_most("RSS per connected stdio server", kib, TARGET_KIB, "KiB"),
         Headline("RSS per connection, bare SDK ClientSession", bare_kib, "KiB"),
+        Headline("GC-tracked objects per connected stdio server", objects),
+        Headline("GC-tracked objects per connection, bare SDK ClientSession", bare_objects),
         at_most("trio tasks per connected stdio server", tasks, TARGET_TASKS),
     ]
     if arguments.trace:
