@@ -102,6 +102,9 @@ class _Child:
     restart_history: tuple[float, ...] = ()
     backoff_attempt: int = 0
     up_since: float | None = None
+    starter: trio.TaskStatus[ChildStatus] | None = None
+    """The task status of the start_child waiting for it: dropped once used, since it holds the nursery
+    that ``Nursery.start`` opened for the start (a kilobyte or two, for as long as the child runs)."""
 
     def status(self) -> ChildStatus:
         return ChildStatus(self.spec.name, self.state, self.incarnation, self.error)
@@ -505,7 +508,9 @@ class Supervisor:
     async def _supervise(
         self, child: _Child, *, task_status: trio.TaskStatus[ChildStatus] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        first_start: trio.TaskStatus[ChildStatus] | None = task_status
+        child.starter = task_status
+        del task_status
+        first_start = True
         try:
             with child.scope:
                 if self._closing:
@@ -513,7 +518,7 @@ class Supervisor:
                     self._settle(child, ChildState.STOPPED, None)
                     raise SupervisorError(f"cannot start child {child.spec.name!r}: the supervisor is closing")
                 while not child.final:
-                    if first_start is None and self._closing:
+                    if not first_start and self._closing:
                         # Shutdown began while this restart waited for its turn:
                         # it never starts; the shutdown's stop ends it, in order.
                         await trio.sleep_forever()
@@ -528,7 +533,7 @@ class Supervisor:
                         turn = self._await_round(child, incarnation.halt)
                     else:
                         self._emit(EventKind.EXITED, child, error)
-                        if first_start is not None and not incarnation.up:
+                        if first_start and not incarnation.up:
                             self._settle(child, ChildState.EXITED, error)
                             raise (
                                 error
@@ -536,7 +541,7 @@ class Supervisor:
                                 else ChildNotStarted(f"child {child.spec.name!r} returned before reporting started")
                             )
                         turn = self._after_exit(child, error)
-                    first_start = None
+                    first_start = False
                     child.first_starting = False
                     if turn is None:
                         break
@@ -544,10 +549,11 @@ class Supervisor:
                         await turn.wait()
                     else:
                         await trio.sleep(turn)
-            if first_start is not None and child.first_starting:
+            if first_start and child.first_starting:
                 raise ChildNotStarted(f"child {child.spec.name!r} was stopped before it reported started")
         finally:
             child.first_starting = False
+            child.starter = None
             if child.state not in _FINAL_STATES:
                 if child.state is not ChildState.ABANDONED:  # its STOPPED went out at the deadline
                     self._emit(EventKind.STOPPED, child, child.stop_reason)
@@ -555,9 +561,7 @@ class Supervisor:
             child.ended.set()
             self._notify()
 
-    async def _run_incarnation(
-        self, child: _Child, first_start: trio.TaskStatus[ChildStatus] | None
-    ) -> tuple[_Incarnation, Exception | None]:
+    async def _run_incarnation(self, child: _Child, first_start: bool) -> tuple[_Incarnation, Exception | None]:
         """Run one incarnation; return it and its error (``None`` for a return or a stop)."""
         child.incarnation += 1
         incarnation = _Incarnation(child.incarnation)
@@ -577,10 +581,11 @@ class Supervisor:
             child.state = ChildState.RUNNING
             child.error = None
             self._emit(EventKind.STARTED, child)
-            if first_start is not None:
+            starter, child.starter = child.starter, None
+            if first_start and starter is not None:
                 # The snapshot is taken here: by the time start_child's caller
                 # resumes, the child may have crashed and be restarting.
-                first_start.started(child.status())
+                starter.started(child.status())
                 if trio.lowlevel.current_task().parent_nursery is self._nursery:
                     # Moved into the supervisor's nursery, beside the owner's body: only
                     # the supervisor may cancel it from now on (its own scope's cancel()
@@ -599,7 +604,7 @@ class Supervisor:
                 incarnation.over = True
                 self._settle(child, ChildState.EXITED, rest)
                 self._emit(EventKind.EXITED, child, rest)
-                if first_start is not None and not incarnation.up:
+                if first_start and not incarnation.up:
                     raise  # a failed first start: the caller's, like any other
                 incarnation.fatal = True
                 self._fail(rest)
