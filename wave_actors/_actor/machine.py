@@ -134,6 +134,7 @@ class ActorState:
     withdrawn: frozenset[str] = frozenset()
 
 
+_NO_NAMES: frozenset[str] = frozenset()
 _REGISTERED = ActorState(state=ServerState.DISCONNECTED)
 _REGISTERED_DISABLED = ActorState(state=ServerState.DISABLED)
 
@@ -445,7 +446,9 @@ def _after_listing(state: ActorState, tools: tuple[ServerTool, ...]) -> dict[str
     listed = frozenset(tool.name for tool in tools)
     if listed == state.listed:
         return {}
-    return {"listed": listed, "withdrawn": (state.withdrawn | state.listed) - listed}
+    # An empty result is a new 216-byte object each time; the empty frozenset is shared.
+    withdrawn = (state.withdrawn | state.listed) - listed or _NO_NAMES
+    return {"listed": listed, "withdrawn": withdrawn}
 
 
 def _gave_up(reason: str) -> str:
