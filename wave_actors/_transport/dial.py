@@ -12,7 +12,7 @@ connection it yields in :mod:`.connection`; what its failures become, in
 :mod:`.failures`; importing the SDK, in :mod:`.sdk_import`. What the SDK's
 session sees of the transport's streams is filtered by :mod:`.answers`, and
 the server's own requests never reach it: :mod:`.server_requests` answers
-them, from a nursery of this connection's.
+them, from a nursery of this connection's transport.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -130,16 +130,14 @@ async def open_connection(
     name, version = client_implementation(options)
     client_info = Implementation(name=name, version=version)
     with DialBoundary(config.name) as boundary:
-        async with (
-            _open_streams(config, options, on_lost, on_renewed, goodbye_due, credentials) as (
-                read_stream,
-                write_stream,
-                process,
-            ),
-            trio.open_nursery() as answering,
+        async with _open_streams(config, options, on_lost, on_renewed, goodbye_due, credentials) as (
+            read_stream,
+            write_stream,
+            process,
+            answering,
         ):
             boundary.stderr = process.stderr if process is not None else None
-            # The server's requests are answered on this transport, by a task of this connection (R-TOOL-13).
+            # The server's requests are answered on this transport, by a task of its own (R-TOOL-13).
             requests.attach(answering, write_stream)
             read_stream, write_stream = checked_streams(read_stream, write_stream, listing, progress, requests)
             try:
@@ -183,38 +181,58 @@ async def open_connection(
                             if watchers is not None:
                                 watchers.cancel_scope.cancel()
             finally:
-                answering.cancel_scope.cancel()
+                requests.close()
 
 
-@asynccontextmanager
-async def _open_streams(
+def _open_streams(
     config: ServerConfig,
     options: TransportOptions,
     on_lost: Callable[[str], None],
     on_renewed: Callable[[], None],
     goodbye_due: Callable[[], bool],
     credentials: Credentials | None,
-) -> AsyncGenerator[tuple[Any, Any, StdioProcess | None], None]:
-    """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
+) -> AbstractAsyncContextManager[tuple[Any, Any, StdioProcess | None, trio.Nursery]]:
+    """``(read_stream, write_stream, stdio_process_or_None, nursery)`` for the entry's transport.
+
+    The nursery is the transport's: a task there ends before the transport closes.
+    A stdio transport is returned as it is (each layer of context managers
+    costs a connection a few hundred bytes for as long as it lives).
+    """
     if config.transport is TransportType.STDIO:
         # Imported here, with anyio: importing wave_actors needs neither.
         from wave_actors._transport.stdio import open_stdio_transport
 
-        async with open_stdio_transport(
+        return open_stdio_transport(
             config,
             graces=options.graces,
             on_lost=on_lost,
             stderr_lines=options.stderr_lines,
             max_line_bytes=options.max_message_bytes,
-        ) as (read_stream, write_stream, process):
-            yield read_stream, write_stream, process
-        return
-    async with open_remote_transport(
-        config,
-        options=options,
-        on_lost=on_lost,
-        on_renewed=on_renewed,
-        goodbye_due=goodbye_due,
-        credentials=credentials,
-    ) as (read_stream, write_stream):
-        yield read_stream, write_stream, None
+        )
+    return _open_remote_streams(config, options, on_lost, on_renewed, goodbye_due, credentials)
+
+
+@asynccontextmanager
+async def _open_remote_streams(
+    config: ServerConfig,
+    options: TransportOptions,
+    on_lost: Callable[[str], None],
+    on_renewed: Callable[[], None],
+    goodbye_due: Callable[[], bool],
+    credentials: Credentials | None,
+) -> AsyncGenerator[tuple[Any, Any, None, trio.Nursery], None]:
+    async with (
+        open_remote_transport(
+            config,
+            options=options,
+            on_lost=on_lost,
+            on_renewed=on_renewed,
+            goodbye_due=goodbye_due,
+            credentials=credentials,
+        ) as (read_stream, write_stream),
+        trio.open_nursery() as nursery,
+    ):
+        try:
+            yield read_stream, write_stream, None, nursery
+        finally:
+            nursery.cancel_scope.cancel()

@@ -130,8 +130,12 @@ async def open_stdio_transport(
     on_lost: Callable[[str], None],
     stderr_lines: int = 200,
     max_line_bytes: int = 64 * 1024 * 1024,
-) -> AsyncGenerator[tuple[ServerOutput, StdinWriter, StdioProcess], None]:
-    """Spawn ``config``'s command and yield MCP streams over its pipes.
+) -> AsyncGenerator[tuple[ServerOutput, StdinWriter, StdioProcess, trio.Nursery], None]:
+    """Spawn ``config``'s command and yield MCP streams over its pipes: ``(read, write, process, nursery)``.
+
+    The nursery is the transport's own: a task that writes to the server (the
+    answers to its requests) runs there, and is cancelled at the latest once
+    the family is reclaimed.
 
     On exit, whatever the reason (including cancellation), the process family
     is reclaimed before this returns.
@@ -194,7 +198,7 @@ async def open_stdio_transport(
                 await stdin.aclose()
 
             try:
-                yield output, stdin_writer, handle
+                yield output, stdin_writer, handle, nursery
             finally:
                 # Nobody reads the session streams any more; the pipes are drained.
                 nursery.start_soon(output.drain)
