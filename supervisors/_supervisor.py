@@ -3,8 +3,9 @@
 Each start of a child runs in one *supervising task* that loops over its
 incarnations: run, classify the exit, wait for its turn (a backoff delay, or
 a strategy restart's go-ahead), run again. The loop sits inside one cancel
-scope per start and each incarnation inside a scope of its own: a stop for
-good cancels the first, a strategy stop only the second. Every decision (what
+scope per start and, under a strategy that restarts siblings, each
+incarnation inside a scope of its own: a stop for good cancels the first, a
+strategy stop only the second. Every decision (what
 follows an exit, whether a ``started()`` still counts, whether anything may
 start) is taken synchronously and re-checked right before an incarnation
 begins, so "stop racing a crash" has no window in which a new incarnation
@@ -68,7 +69,9 @@ class _Incarnation:
     """One run of a child's ``run``."""
 
     number: int
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    scope: trio.CancelScope | None = None
+    """Its own scope, which a strategy stop cancels; ``None`` under one-for-one, which never stops an
+    incarnation alone (a stop for good cancels the child's scope), and so saves a scope per child."""
     up: bool = False
     """It reported ``started()``."""
     over: bool = False
@@ -470,6 +473,7 @@ class Supervisor:
         incarnation.halt = reason
         child.state = ChildState.STOPPING
         self._watch_deadline(child, incarnation)
+        assert incarnation.scope is not None  # a strategy that stops siblings gives each incarnation a scope
         incarnation.scope.cancel()
         self._notify()
 
@@ -564,7 +568,8 @@ class Supervisor:
     async def _run_incarnation(self, child: _Child, first_start: bool) -> tuple[_Incarnation, Exception | None]:
         """Run one incarnation; return it and its error (``None`` for a return or a stop)."""
         child.incarnation += 1
-        incarnation = _Incarnation(child.incarnation)
+        one_for_one = self._strategy is Strategy.ONE_FOR_ONE
+        incarnation = _Incarnation(child.incarnation, scope=None if one_for_one else trio.CancelScope())
         child.current = incarnation
         child.state = ChildState.STARTING
         child.gate = None
@@ -595,8 +600,11 @@ class Supervisor:
 
         context = ChildContext(child.spec.name, incarnation.number, report_started=report_started)
         try:
-            with incarnation.scope:
+            if incarnation.scope is None:
                 await child.spec.run(context)
+            else:
+                with incarnation.scope:
+                    await child.spec.run(context)
         except BaseException as raised:
             cancelled, rest = _split_cancelled(raised)
             if rest is not None and not isinstance(rest, Exception):
