@@ -160,22 +160,23 @@ class _RefreshDue:
 
     def __init__(self) -> None:
         self._due = False
-        self._waiting: trio.CancelScope | None = None
+        self._waiting: Connection | None = None
 
     def request(self) -> None:
         self._due = True
         if self._waiting is not None:
-            self._waiting.cancel()
+            self._waiting.wake()
 
     async def wait_or_lost(self, connection: Connection) -> str | None:
         """Wait for a refresh request (``None``) or the loss of ``connection`` (why it was lost)."""
         if not self._due:
-            with trio.CancelScope() as waiting:
-                self._waiting = waiting
-                try:
-                    return await connection.wait_lost()
-                finally:
-                    self._waiting = None
+            self._waiting = connection
+            try:
+                while not self._due:
+                    if (lost := await connection.wait_lost_or_woken()) is not None:
+                        return lost
+            finally:
+                self._waiting = None
         self._due = False
         return None
 
