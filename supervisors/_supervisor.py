@@ -219,7 +219,8 @@ class Supervisor:
         self._restart_history: tuple[float, ...] = ()
         self._children: dict[str, _Child] = {}
         self._events = EventBroadcast()
-        self._changed = trio.lowlevel.ParkingLot()
+        # Made by the first wait (a stop, a round): a supervisor whose child just runs never needs it.
+        self._changed: trio.lowlevel.ParkingLot | None = None
         self._nursery: trio.Nursery | None = None
         self._round: _Round | None = None
         self._closing = False
@@ -432,11 +433,14 @@ class Supervisor:
     # -- waiting ------------------------------------------------------------------------------
 
     def _notify(self) -> None:
-        self._changed.unpark_all()
+        if self._changed is not None:
+            self._changed.unpark_all()
 
     async def _until(self, condition: Callable[[], bool]) -> None:
         """Wait until ``condition()`` holds; re-checked after every change of any child."""
         while not condition():
+            if self._changed is None:
+                self._changed = trio.lowlevel.ParkingLot()
             await self._changed.park()
 
     # -- stopping -----------------------------------------------------------------------------
