@@ -122,6 +122,13 @@ def _forget(tag: str, cgroup: str | None) -> None:
     families.end(tag)
 
 
+async def _close_stdin(writer: StdinWriter, stdin: trio.abc.SendStream) -> None:
+    """The polite first stage of a reclaim: the messages written so far, then EOF."""
+    with trio.move_on_after(_FLUSH_WINDOW):
+        await writer.finish()
+    await stdin.aclose()
+
+
 @asynccontextmanager
 async def open_stdio_transport(
     config: ServerConfig,
@@ -192,11 +199,6 @@ async def open_stdio_transport(
                 nursery.start_soon(output.read_stderr)
                 nursery.start_soon(output.watch_exit)
 
-            async def close_stdin() -> None:
-                with trio.move_on_after(_FLUSH_WINDOW):
-                    await stdin_writer.finish()
-                await stdin.aclose()
-
             try:
                 yield output, stdin_writer, handle, nursery
             finally:
@@ -206,7 +208,7 @@ async def open_stdio_transport(
                     process,
                     tag=tag,
                     graces=graces,
-                    close_stdin=close_stdin if handle.established else None,
+                    close_stdin=functools.partial(_close_stdin, stdin_writer, stdin) if handle.established else None,
                     start=start,
                     cgroup=cgroup,
                 )
