@@ -101,16 +101,12 @@ async def run_transport(
     """
     refresh = _RefreshDue()
 
-    def on_notification(notification: mcp_types.ServerNotification) -> None:
-        if getattr(notification, "method", None) == "notifications/tools/list_changed":
-            refresh.request()
-
     up = False
     dial_scope = trio.CancelScope(deadline=trio.current_time() + dial_timeout)
     try:
         with dial_scope:
             async with open_connection(
-                config, options=options, on_notification=on_notification, credentials=credentials
+                config, options=options, on_notification=refresh.notice, credentials=credentials
             ) as connection:
                 tools, warnings = await list_server_tools(connection)
                 dial_scope.deadline = math.inf
@@ -161,6 +157,11 @@ class _RefreshDue:
     def __init__(self) -> None:
         self._due = False
         self._waiting: Connection | None = None
+
+    def notice(self, notification: mcp_types.ServerNotification) -> None:
+        """A server notification: a refresh is due if it says the tools changed."""
+        if getattr(notification, "method", None) == "notifications/tools/list_changed":
+            self.request()
 
     def request(self) -> None:
         self._due = True
