@@ -33,6 +33,7 @@ costs the child's task and nothing more.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -187,6 +188,26 @@ class Supervisor:
        any shutdown (above), and the exception is re-raised out of the
        ``async with`` block as is, not wrapped in an exception group.
     """
+
+    __slots__ = (
+        "_backoff",
+        "_body_scope",
+        "_changed",
+        "_children",
+        "_closing",
+        "_escalate",
+        "_escalation",
+        "_events",
+        "_fatal",
+        "_intensity",
+        "_nursery",
+        "_on_event",
+        "_random",
+        "_restart_history",
+        "_round",
+        "_strategy",
+        "_supervisor_intensity",
+    )
 
     def __init__(
         self,
@@ -579,29 +600,8 @@ class Supervisor:
         child.gate = None
         child.up_since = None
 
-        def report_started() -> None:
-            if incarnation.over or incarnation.halt is not None or child.final:
-                return  # an ended or stopping incarnation no longer speaks for the child
-            if incarnation.up:
-                raise RuntimeError(f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice")
-            incarnation.up = True
-            child.first_starting = False
-            child.up_since = trio.current_time()
-            child.state = ChildState.RUNNING
-            child.error = None
-            self._emit(EventKind.STARTED, child)
-            starter, child.starter = child.starter, None
-            if first_start and starter is not None:
-                # The snapshot is taken here: by the time start_child's caller
-                # resumes, the child may have crashed and be restarting.
-                starter.started(child.status())
-                if trio.lowlevel.current_task().parent_nursery is self._nursery:
-                    # Moved into the supervisor's nursery, beside the owner's body: only
-                    # the supervisor may cancel it from now on (its own scope's cancel()
-                    # still works through the shield). A caller cancelled meanwhile
-                    # keeps the task, which ends with that caller's cancellation.
-                    child.scope.shield = True
-
+        # A partial of a method, not a closure over this frame: the context lives as long as the incarnation.
+        report_started = functools.partial(self._report_started, child, incarnation, first_start)
         context = ChildContext(child.spec.name, incarnation.number, report_started=report_started)
         try:
             if incarnation.scope is None:
@@ -628,6 +628,30 @@ class Supervisor:
             incarnation.over = True
             self._notify()
         return incarnation, None
+
+    def _report_started(self, child: _Child, incarnation: _Incarnation, first_start: bool) -> None:
+        """An incarnation of ``child`` reported started (its ``ChildContext.started()``)."""
+        if incarnation.over or incarnation.halt is not None or child.final:
+            return  # an ended or stopping incarnation no longer speaks for the child
+        if incarnation.up:
+            raise RuntimeError(f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice")
+        incarnation.up = True
+        child.first_starting = False
+        child.up_since = trio.current_time()
+        child.state = ChildState.RUNNING
+        child.error = None
+        self._emit(EventKind.STARTED, child)
+        starter, child.starter = child.starter, None
+        if first_start and starter is not None:
+            # The snapshot is taken here: by the time start_child's caller
+            # resumes, the child may have crashed and be restarting.
+            starter.started(child.status())
+            if trio.lowlevel.current_task().parent_nursery is self._nursery:
+                # Moved into the supervisor's nursery, beside the owner's body: only
+                # the supervisor may cancel it from now on (its own scope's cancel()
+                # still works through the shield). A caller cancelled meanwhile
+                # keeps the task, which ends with that caller's cancellation.
+                child.scope.shield = True
 
     def _fail(self, error: BaseException) -> None:
         """A child raised KeyboardInterrupt or SystemExit: stop everything and re-raise it."""
