@@ -164,6 +164,8 @@ class EventSubscription:
 class EventBroadcast:
     """Fans each event out to every live subscription. Internal to the supervisor."""
 
+    __slots__ = ("_buffers", "_finished")
+
     def __init__(self) -> None:
         # A tuple, replaced on each change: most supervisors never have a subscriber, and the empty tuple is shared.
         self._buffers: tuple[_EventBuffer, ...] = ()

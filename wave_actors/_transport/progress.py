@@ -37,6 +37,8 @@ class ProgressRoutes:
     :param server: the server's name, for the log.
     """
 
+    __slots__ = ("_issued", "_notification_type", "_routes", "server")
+
     def __init__(self, server: str) -> None:
         self.server = server
         self._routes: dict[str, ProgressCallback] = {}

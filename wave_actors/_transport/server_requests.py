@@ -61,6 +61,25 @@ class ServerRequests:
     :param limit: requests that may wait for their answer at a time.
     """
 
+    __slots__ = (
+        "_answering",
+        "_closed",
+        "_error",
+        "_error_data",
+        "_message",
+        "_nursery",
+        "_on_flood",
+        "_queue",
+        "_request_type",
+        "_result",
+        "_running",
+        "_write_stream",
+        "_writing",
+        "flooded",
+        "limit",
+        "server",
+    )
+
     def __init__(self, server: str, on_flood: Callable[[str], None], *, limit: int = MAX_UNANSWERED) -> None:
         from mcp.shared.message import SessionMessage
         from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
