@@ -4,13 +4,18 @@ One session connects ``--servers`` stdio servers (the stdlib fault server,
 which does not import the SDK) and calls ``echo`` once on each; the figures
 are the host process's resident memory per connected server (RSS delta after
 ``gc.collect()``, divided by the servers), the trio tasks per connected
-server, and the bytes ``tracemalloc`` sees per server. The bare side does the
+server, the objects the garbage collector tracks per server (each one walked
+by every full collection), and the bytes ``tracemalloc`` sees per server. The bare side does the
 same with what a host writes without this library: ``stdio_client`` +
-``ClientSession`` + ``initialize`` + ``list_tools`` + one call, per server.
+``ClientSession`` + ``initialize`` + ``list_tools`` + one call, per server,
+and drops the tool list. A host shows its model the tools of every server
+each turn, and this library keeps them for that (schemas included), so a
+third side, ``bare-kept``, is the bare SDK keeping each server's
+``list_tools().tools``; both bare figures are shown.
 
 Memory is only honest in a fresh interpreter (freed memory is kept by the
 allocator and reused by a later run), so every run is a worker process
-(``--worker``), the two sides alternate run by run, and the figures are
+(``--worker``), the sides alternate run by run, and the figures are
 medians over runs. A last pair of workers runs under ``tracemalloc`` to show
 where the bytes of a connection go: by allocation site, and by the innermost
 frame of this library (or of ``supervisors``) that led to the allocation.
@@ -37,7 +42,9 @@ from benchmarks.scenario import Option, Outcome, main
 NAME = "connected_scale"
 TARGET_KIB = 48.0
 TARGET_TASKS = 4.0
-SIDES = ("ours", "bare")
+SIDES = ("ours", "bare", "bare-kept")
+# The traced runs compare this library with the bare SDK as it always was measured.
+TRACED_SIDES = ("ours", "bare")
 
 OPTIONS = (
     Option("servers", int, 40, 10, "connected stdio servers per run"),
@@ -62,7 +69,10 @@ async def _connect_ours(stack: AsyncExitStack, workdir: Path, servers: int, labe
         await session.call_tool(f"mcp__{name}__echo", {"text": "hello"})
 
 
-async def _connect_bare(stack: AsyncExitStack, workdir: Path, servers: int, label: str) -> None:
+async def _connect_bare(
+    stack: AsyncExitStack, workdir: Path, servers: int, label: str, kept: list[Any] | None = None
+) -> None:
+    """The bare SDK's connections; ``kept`` receives each server's tool list, as a host that shows it would keep it."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -76,8 +86,24 @@ async def _connect_bare(stack: AsyncExitStack, workdir: Path, servers: int, labe
         read, write = await stack.enter_async_context(stdio_client(parameters, errlog=devnull))
         client = await stack.enter_async_context(ClientSession(read, write))
         await client.initialize()
-        await client.list_tools()
+        listed = await client.list_tools()
+        if kept is not None:
+            kept.append(listed.tools)
         await client.call_tool("echo", {"text": "hello"})
+
+
+def _tracked_objects() -> int:
+    """How many objects the garbage collector tracks, counted without allocating.
+
+    ``len(gc.get_objects())`` builds a list of every object, a megabyte or
+    more: freeing it raises the allocator's mmap threshold, and the RSS
+    measured after it then keeps what the dials freed. Frozen, every tracked
+    object is counted by an int.
+    """
+    gc.freeze()
+    count = gc.get_freeze_count()
+    gc.unfreeze()
+    return count
 
 
 def _our_frame(frames: Any) -> str:
@@ -98,13 +124,21 @@ async def _worker(side: str, servers: int, trace: bool) -> dict[str, Any]:
     from wave_actors.testing import count_tasks
 
     me = psutil.Process()
-    connect = _connect_ours if side == "ours" else _connect_bare
+    kept: list[Any] = []  # the bare-kept side's tool lists, alive until measured
+
+    async def connect(stack: AsyncExitStack, workdir: Path, servers: int, label: str) -> None:
+        if side == "ours":
+            await _connect_ours(stack, workdir, servers, label)
+        else:
+            await _connect_bare(stack, workdir, servers, label, kept if side == "bare-kept" else None)
+
     result: dict[str, Any] = {"side": side, "servers": servers}
     with tempfile.TemporaryDirectory(prefix="wave-bench-") as directory:
         workdir = Path(directory)
         # One connection first, so that imports and first-use caches are not counted per server.
         async with AsyncExitStack() as warmup:
             await connect(warmup, workdir, 1, "w")
+        kept.clear()
         if trace:
             import tracemalloc
 
@@ -112,10 +146,12 @@ async def _worker(side: str, servers: int, trace: bool) -> dict[str, Any]:
         gc.collect()
         rss_before = me.memory_info().rss
         tasks_before = count_tasks()
+        objects_before = _tracked_objects()
         async with AsyncExitStack() as stack:
             await connect(stack, workdir, servers, "s")
             gc.collect()
             rss_after = me.memory_info().rss
+            result["gc_objects_per_server"] = (_tracked_objects() - objects_before) / servers
             result["tasks_per_server"] = (count_tasks() - tasks_before) / servers
             result["kib_per_server"] = (rss_after - rss_before) / servers / 1024
             if trace:
@@ -162,24 +198,65 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     table = Table(
         f"connected_scale: {arguments.servers} connected stdio servers in one process, one call each "
         f"(median of {arguments.runs} fresh-interpreter runs per side)",
-        ["metric", "wave-actors", "bare SDK", "ratio", "target"],
+        ["metric", "wave-actors", "bare SDK", "ratio", "bare SDK, tools kept", "ratio", "target"],
     )
     kib, bare_kib = figure("ours", "kib_per_server"), figure("bare", "kib_per_server")
+    kept_kib = figure("bare-kept", "kib_per_server")
     tasks, bare_tasks = figure("ours", "tasks_per_server"), figure("bare", "tasks_per_server")
-    table.add("RSS per connected server KiB", kib, bare_kib, ratio(kib, bare_kib), f"<= {TARGET_KIB:g}")
-    table.add("trio tasks per connected server", tasks, bare_tasks, ratio(tasks, bare_tasks), f"<= {TARGET_TASKS:g}")
+    kept_tasks = figure("bare-kept", "tasks_per_server")
+    objects, bare_objects = figure("ours", "gc_objects_per_server"), figure("bare", "gc_objects_per_server")
+    kept_objects = figure("bare-kept", "gc_objects_per_server")
+    table.add(
+        "RSS per connected server KiB",
+        kib,
+        bare_kib,
+        ratio(kib, bare_kib),
+        kept_kib,
+        ratio(kib, kept_kib),
+        f"<= {TARGET_KIB:g}",
+    )
+    table.add(
+        "trio tasks per connected server",
+        tasks,
+        bare_tasks,
+        ratio(tasks, bare_tasks),
+        kept_tasks,
+        ratio(tasks, kept_tasks),
+        f"<= {TARGET_TASKS:g}",
+    )
+    table.add(
+        "GC-tracked objects per connected server",
+        objects,
+        bare_objects,
+        ratio(objects, bare_objects),
+        kept_objects,
+        ratio(objects, kept_objects),
+        "",
+    )
     table.notes.append(
         "RSS: psutil rss after gc.collect(), delta over connecting all servers (after one warm-up connection)."
+    )
+    table.notes.append(
+        "GC-tracked objects: counted (gc.freeze) after gc.collect(), same delta; each one is walked by every full"
+        " collection."
+    )
+    table.notes.append(
+        "bare SDK, tools kept: the same bare SDK code keeping each server's list_tools().tools, as a host that"
+        " shows the tools to its model must; the plain bare SDK figure drops them."
     )
     outcome.tables.append(table)
     outcome.headlines += [
         at_most("RSS per connected stdio server", kib, TARGET_KIB, "KiB"),
         Headline("RSS per connection, bare SDK ClientSession", bare_kib, "KiB"),
+        Headline("RSS per connection, bare SDK ClientSession keeping its tool list", kept_kib, "KiB"),
+        Headline("GC-tracked objects per connected stdio server", objects),
+        Headline("GC-tracked objects per connection, bare SDK ClientSession", bare_objects),
+        Headline("GC-tracked objects per connection, bare SDK ClientSession keeping its tool list", kept_objects),
         at_most("trio tasks per connected stdio server", tasks, TARGET_TASKS),
     ]
     if arguments.trace:
         traced: dict[str, dict[str, Any]] = {}
-        for side in SIDES:
+        for side in TRACED_SIDES:
             progress.update("tracemalloc", side)
             traced[side] = await _spawn_worker(side, arguments.servers, trace=True)
         outcome.data["tracemalloc"] = traced

@@ -164,8 +164,11 @@ class EventSubscription:
 class EventBroadcast:
     """Fans each event out to every live subscription. Internal to the supervisor."""
 
+    __slots__ = ("_buffers", "_finished")
+
     def __init__(self) -> None:
-        self._buffers: set[_EventBuffer] = set()
+        # A tuple, replaced on each change: most supervisors never have a subscriber, and the empty tuple is shared.
+        self._buffers: tuple[_EventBuffer, ...] = ()
         self._finished = False
 
     def subscribe(self, max_buffer: int) -> EventSubscription:
@@ -178,8 +181,11 @@ class EventBroadcast:
         if self._finished:
             buffer.finish()
         else:
-            self._buffers.add(buffer)
-        return EventSubscription(buffer, self._buffers.discard)
+            self._buffers += (buffer,)
+        return EventSubscription(buffer, self._unsubscribe)
+
+    def _unsubscribe(self, buffer: _EventBuffer) -> None:
+        self._buffers = tuple(other for other in self._buffers if other is not buffer)
 
     def publish(self, event: ChildEvent) -> None:
         """Deliver ``event`` to every subscription, never waiting.
@@ -194,4 +200,4 @@ class EventBroadcast:
         self._finished = True
         for buffer in self._buffers:
             buffer.finish()
-        self._buffers.clear()
+        self._buffers = ()

@@ -3,8 +3,9 @@
 Each start of a child runs in one *supervising task* that loops over its
 incarnations: run, classify the exit, wait for its turn (a backoff delay, or
 a strategy restart's go-ahead), run again. The loop sits inside one cancel
-scope per start and each incarnation inside a scope of its own: a stop for
-good cancels the first, a strategy stop only the second. Every decision (what
+scope per start and, under a strategy that restarts siblings, each
+incarnation inside a scope of its own: a stop for good cancels the first, a
+strategy stop only the second. Every decision (what
 follows an exit, whether a ``started()`` still counts, whether anything may
 start) is taken synchronously and re-checked right before an incarnation
 begins, so "stop racing a crash" has no window in which a new incarnation
@@ -32,6 +33,7 @@ costs the child's task and nothing more.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -68,7 +70,9 @@ class _Incarnation:
     """One run of a child's ``run``."""
 
     number: int
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    scope: trio.CancelScope | None = None
+    """Its own scope, which a strategy stop cancels; ``None`` under one-for-one, which never stops an
+    incarnation alone (a stop for good cancels the child's scope), and so saves a scope per child."""
     up: bool = False
     """It reported ``started()``."""
     over: bool = False
@@ -102,6 +106,9 @@ class _Child:
     restart_history: tuple[float, ...] = ()
     backoff_attempt: int = 0
     up_since: float | None = None
+    starter: trio.TaskStatus[ChildStatus] | None = None
+    """The task status of the start_child waiting for it: dropped once used, since it holds the nursery
+    that ``Nursery.start`` opened for the start (a kilobyte or two, for as long as the child runs)."""
 
     def status(self) -> ChildStatus:
         return ChildStatus(self.spec.name, self.state, self.incarnation, self.error)
@@ -182,6 +189,26 @@ class Supervisor:
        ``async with`` block as is, not wrapped in an exception group.
     """
 
+    __slots__ = (
+        "_backoff",
+        "_body_scope",
+        "_changed",
+        "_children",
+        "_closing",
+        "_escalate",
+        "_escalation",
+        "_events",
+        "_fatal",
+        "_intensity",
+        "_nursery",
+        "_on_event",
+        "_random",
+        "_restart_history",
+        "_round",
+        "_strategy",
+        "_supervisor_intensity",
+    )
+
     def __init__(
         self,
         *,
@@ -213,7 +240,8 @@ class Supervisor:
         self._restart_history: tuple[float, ...] = ()
         self._children: dict[str, _Child] = {}
         self._events = EventBroadcast()
-        self._changed = trio.lowlevel.ParkingLot()
+        # Made by the first wait (a stop, a round): a supervisor whose child just runs never needs it.
+        self._changed: trio.lowlevel.ParkingLot | None = None
         self._nursery: trio.Nursery | None = None
         self._round: _Round | None = None
         self._closing = False
@@ -426,11 +454,14 @@ class Supervisor:
     # -- waiting ------------------------------------------------------------------------------
 
     def _notify(self) -> None:
-        self._changed.unpark_all()
+        if self._changed is not None:
+            self._changed.unpark_all()
 
     async def _until(self, condition: Callable[[], bool]) -> None:
         """Wait until ``condition()`` holds; re-checked after every change of any child."""
         while not condition():
+            if self._changed is None:
+                self._changed = trio.lowlevel.ParkingLot()
             await self._changed.park()
 
     # -- stopping -----------------------------------------------------------------------------
@@ -467,6 +498,7 @@ class Supervisor:
         incarnation.halt = reason
         child.state = ChildState.STOPPING
         self._watch_deadline(child, incarnation)
+        assert incarnation.scope is not None  # a strategy that stops siblings gives each incarnation a scope
         incarnation.scope.cancel()
         self._notify()
 
@@ -505,7 +537,9 @@ class Supervisor:
     async def _supervise(
         self, child: _Child, *, task_status: trio.TaskStatus[ChildStatus] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        first_start: trio.TaskStatus[ChildStatus] | None = task_status
+        child.starter = task_status
+        del task_status
+        first_start = True
         try:
             with child.scope:
                 if self._closing:
@@ -513,7 +547,7 @@ class Supervisor:
                     self._settle(child, ChildState.STOPPED, None)
                     raise SupervisorError(f"cannot start child {child.spec.name!r}: the supervisor is closing")
                 while not child.final:
-                    if first_start is None and self._closing:
+                    if not first_start and self._closing:
                         # Shutdown began while this restart waited for its turn:
                         # it never starts; the shutdown's stop ends it, in order.
                         await trio.sleep_forever()
@@ -528,7 +562,7 @@ class Supervisor:
                         turn = self._await_round(child, incarnation.halt)
                     else:
                         self._emit(EventKind.EXITED, child, error)
-                        if first_start is not None and not incarnation.up:
+                        if first_start and not incarnation.up:
                             self._settle(child, ChildState.EXITED, error)
                             raise (
                                 error
@@ -536,7 +570,7 @@ class Supervisor:
                                 else ChildNotStarted(f"child {child.spec.name!r} returned before reporting started")
                             )
                         turn = self._after_exit(child, error)
-                    first_start = None
+                    first_start = False
                     child.first_starting = False
                     if turn is None:
                         break
@@ -544,10 +578,11 @@ class Supervisor:
                         await turn.wait()
                     else:
                         await trio.sleep(turn)
-            if first_start is not None and child.first_starting:
+            if first_start and child.first_starting:
                 raise ChildNotStarted(f"child {child.spec.name!r} was stopped before it reported started")
         finally:
             child.first_starting = False
+            child.starter = None
             if child.state not in _FINAL_STATES:
                 if child.state is not ChildState.ABANDONED:  # its STOPPED went out at the deadline
                     self._emit(EventKind.STOPPED, child, child.stop_reason)
@@ -555,43 +590,25 @@ class Supervisor:
             child.ended.set()
             self._notify()
 
-    async def _run_incarnation(
-        self, child: _Child, first_start: trio.TaskStatus[ChildStatus] | None
-    ) -> tuple[_Incarnation, Exception | None]:
+    async def _run_incarnation(self, child: _Child, first_start: bool) -> tuple[_Incarnation, Exception | None]:
         """Run one incarnation; return it and its error (``None`` for a return or a stop)."""
         child.incarnation += 1
-        incarnation = _Incarnation(child.incarnation)
+        one_for_one = self._strategy is Strategy.ONE_FOR_ONE
+        incarnation = _Incarnation(child.incarnation, scope=None if one_for_one else trio.CancelScope())
         child.current = incarnation
         child.state = ChildState.STARTING
         child.gate = None
         child.up_since = None
 
-        def report_started() -> None:
-            if incarnation.over or incarnation.halt is not None or child.final:
-                return  # an ended or stopping incarnation no longer speaks for the child
-            if incarnation.up:
-                raise RuntimeError(f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice")
-            incarnation.up = True
-            child.first_starting = False
-            child.up_since = trio.current_time()
-            child.state = ChildState.RUNNING
-            child.error = None
-            self._emit(EventKind.STARTED, child)
-            if first_start is not None:
-                # The snapshot is taken here: by the time start_child's caller
-                # resumes, the child may have crashed and be restarting.
-                first_start.started(child.status())
-                if trio.lowlevel.current_task().parent_nursery is self._nursery:
-                    # Moved into the supervisor's nursery, beside the owner's body: only
-                    # the supervisor may cancel it from now on (its own scope's cancel()
-                    # still works through the shield). A caller cancelled meanwhile
-                    # keeps the task, which ends with that caller's cancellation.
-                    child.scope.shield = True
-
+        # A partial of a method, not a closure over this frame: the context lives as long as the incarnation.
+        report_started = functools.partial(self._report_started, child, incarnation, first_start)
         context = ChildContext(child.spec.name, incarnation.number, report_started=report_started)
         try:
-            with incarnation.scope:
+            if incarnation.scope is None:
                 await child.spec.run(context)
+            else:
+                with incarnation.scope:
+                    await child.spec.run(context)
         except BaseException as raised:
             cancelled, rest = _split_cancelled(raised)
             if rest is not None and not isinstance(rest, Exception):
@@ -599,7 +616,7 @@ class Supervisor:
                 incarnation.over = True
                 self._settle(child, ChildState.EXITED, rest)
                 self._emit(EventKind.EXITED, child, rest)
-                if first_start is not None and not incarnation.up:
+                if first_start and not incarnation.up:
                     raise  # a failed first start: the caller's, like any other
                 incarnation.fatal = True
                 self._fail(rest)
@@ -611,6 +628,30 @@ class Supervisor:
             incarnation.over = True
             self._notify()
         return incarnation, None
+
+    def _report_started(self, child: _Child, incarnation: _Incarnation, first_start: bool) -> None:
+        """An incarnation of ``child`` reported started (its ``ChildContext.started()``)."""
+        if incarnation.over or incarnation.halt is not None or child.final:
+            return  # an ended or stopping incarnation no longer speaks for the child
+        if incarnation.up:
+            raise RuntimeError(f"child {child.spec.name!r} incarnation {incarnation.number} reported started twice")
+        incarnation.up = True
+        child.first_starting = False
+        child.up_since = trio.current_time()
+        child.state = ChildState.RUNNING
+        child.error = None
+        self._emit(EventKind.STARTED, child)
+        starter, child.starter = child.starter, None
+        if first_start and starter is not None:
+            # The snapshot is taken here: by the time start_child's caller
+            # resumes, the child may have crashed and be restarting.
+            starter.started(child.status())
+            if trio.lowlevel.current_task().parent_nursery is self._nursery:
+                # Moved into the supervisor's nursery, beside the owner's body: only
+                # the supervisor may cancel it from now on (its own scope's cancel()
+                # still works through the shield). A caller cancelled meanwhile
+                # keeps the task, which ends with that caller's cancellation.
+                child.scope.shield = True
 
     def _fail(self, error: BaseException) -> None:
         """A child raised KeyboardInterrupt or SystemExit: stop everything and re-raise it."""

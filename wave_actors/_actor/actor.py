@@ -20,6 +20,7 @@ reclaims its processes, shielded and bounded (R-KILL-2, R-RACE-2).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
@@ -67,7 +68,7 @@ from wave_actors._errors import EntryChanged, ServerUnavailable, ToolTimeout, Un
 from wave_actors._options import SessionOptions
 from wave_actors._status import ServerState, Unavailable, unavailable
 from wave_actors._transport import Connection
-from wave_actors._transport.options import with_shutdown
+from wave_actors._transport.options import TransportOptions, with_shutdown
 from wave_actors._transport.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -403,28 +404,32 @@ class ServerActor:
         config = self._config
         if config.transport is TransportType.STDIO and config.cwd is None:
             config = attrs.evolve(config, cwd=str(self._workdir))
-        options = self._options
-        transport = with_shutdown(options.transport, config.shutdown)  # the entry's own graces (R-KILL-9)
-
-        async def run(context: ChildContext) -> None:
-            context.started()
-            await run_transport(
-                config,
-                self._generation(context.incarnation),
-                retried=lambda: failure_retried(self._state),
-                dial_timeout=options.dial_timeout,
-                options=transport,
-                report=self._post,
-                credentials=options.credentials,
-            )
-
+        transport = with_shutdown(self._options.transport, config.shutdown)  # the entry's own graces (R-KILL-9)
         return ChildSpec(
             _TRANSPORT,
-            run,
+            # A partial of a method, not a closure: the supervisor keeps it as long as the server is connected.
+            functools.partial(self._run_transport, config, transport),
             restart=Restart.TRANSIENT,
             # Reclamation is bounded (the graces, then a last SIGKILL and its grace): never abandon it sooner.
             shutdown_timeout=transport.graces.total + transport.graces.kill + 5.0,
         )
+
+    async def _run_transport(self, config: ServerConfig, transport: TransportOptions, context: ChildContext) -> None:
+        """The transport child's body, once per incarnation: a generation of the connection (R-RACE-1)."""
+        context.started()
+        options = self._options
+        await run_transport(
+            config,
+            self._generation(context.incarnation),
+            retried=self._failure_retried,
+            dial_timeout=options.dial_timeout,
+            options=transport,
+            report=self._post,
+            credentials=options.credentials,
+        )
+
+    def _failure_retried(self) -> bool:
+        return failure_retried(self._state)
 
     def _live_connection(self) -> Connection | None:
         live = self._live()

@@ -101,16 +101,12 @@ async def run_transport(
     """
     refresh = _RefreshDue()
 
-    def on_notification(notification: mcp_types.ServerNotification) -> None:
-        if getattr(notification, "method", None) == "notifications/tools/list_changed":
-            refresh.request()
-
     up = False
     dial_scope = trio.CancelScope(deadline=trio.current_time() + dial_timeout)
     try:
         with dial_scope:
             async with open_connection(
-                config, options=options, on_notification=on_notification, credentials=credentials
+                config, options=options, on_notification=refresh.notice, credentials=credentials
             ) as connection:
                 tools, warnings = await list_server_tools(connection)
                 dial_scope.deadline = math.inf
@@ -160,22 +156,28 @@ class _RefreshDue:
 
     def __init__(self) -> None:
         self._due = False
-        self._waiting: trio.CancelScope | None = None
+        self._waiting: Connection | None = None
+
+    def notice(self, notification: mcp_types.ServerNotification) -> None:
+        """A server notification: a refresh is due if it says the tools changed."""
+        if getattr(notification, "method", None) == "notifications/tools/list_changed":
+            self.request()
 
     def request(self) -> None:
         self._due = True
         if self._waiting is not None:
-            self._waiting.cancel()
+            self._waiting.wake()
 
     async def wait_or_lost(self, connection: Connection) -> str | None:
         """Wait for a refresh request (``None``) or the loss of ``connection`` (why it was lost)."""
         if not self._due:
-            with trio.CancelScope() as waiting:
-                self._waiting = waiting
-                try:
-                    return await connection.wait_lost()
-                finally:
-                    self._waiting = None
+            self._waiting = connection
+            try:
+                while not self._due:
+                    if (lost := await connection.wait_lost_or_woken()) is not None:
+                        return lost
+            finally:
+                self._waiting = None
         self._due = False
         return None
 

@@ -72,8 +72,10 @@ class Connection:
     stderr: StderrLog | None
     listing: ToolListingCheck | None = None
     progress: ProgressRoutes | None = None
-    _lost: trio.Event = attrs.field(factory=trio.Event)
-    _listing_lock: trio.Lock = attrs.field(factory=trio.Lock)
+    # Set when the connection is lost, or by wake(); a wake taken is replaced by a fresh event.
+    _news: trio.Event = attrs.field(factory=trio.Event, init=False)
+    # Set while a listing runs, for the next one to wait on: a lock would cost every connection its parking lot.
+    _listing_done: trio.Event | None = attrs.field(default=None, init=False)
     _loss_reason: str | None = None
 
     @property
@@ -89,18 +91,37 @@ class Connection:
         """
         if self._loss_reason is None:
             self._loss_reason = reason
-            self._lost.set()
+            self._news.set()
 
     @property
     def lost(self) -> bool:
         """Whether the connection was lost by itself (then there is no server-side session left to end)."""
-        return self._lost.is_set()
+        return self._loss_reason is not None
 
     async def wait_lost(self) -> str:
         """Wait until the connection is lost by itself (crash, EOF, drop) and return why."""
-        await self._lost.wait()
-        assert self._loss_reason is not None
-        return self._loss_reason
+        while (reason := await self.wait_lost_or_woken()) is None:
+            pass
+        return reason
+
+    async def wait_lost_or_woken(self) -> str | None:
+        """Wait until the connection is lost (return why) or :meth:`wake` is called (return ``None``).
+
+        A wait that needs to end early costs no cancel scope this way: the
+        serving task waits here between tool listings for as long as the
+        connection lives.
+        """
+        news = self._news
+        await news.wait()
+        if self._loss_reason is not None:
+            return self._loss_reason
+        if self._news is news:
+            self._news = trio.Event()  # this wake is taken
+        return None
+
+    def wake(self) -> None:
+        """End the current (or next) :meth:`wait_lost_or_woken`, which returns ``None``."""
+        self._news.set()
 
     async def list_tools(self) -> ToolListing:
         """Every tool the server lists, following pagination, and the tools skipped as invalid.
@@ -113,11 +134,17 @@ class Connection:
         :raises ToolCallError: the listing is malformed or endless (more than 100 pages).
         """
         # One listing at a time, so that what the check skipped belongs to this one.
-        async with self._listing_lock:
+        while self._listing_done is not None:
+            await self._listing_done.wait()
+        self._listing_done = done = trio.Event()
+        try:
             skipped = self.listing.skipped if self.listing is not None else []
             skipped.clear()
             tools = await self._list_pages()
             return ToolListing(tuple(tools), tuple(skipped))
+        finally:
+            self._listing_done = None
+            done.set()
 
     async def _list_pages(self) -> list[mcp_types.Tool]:
         import mcp_types

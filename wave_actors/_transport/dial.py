@@ -12,7 +12,7 @@ connection it yields in :mod:`.connection`; what its failures become, in
 :mod:`.failures`; importing the SDK, in :mod:`.sdk_import`. What the SDK's
 session sees of the transport's streams is filtered by :mod:`.answers`, and
 the server's own requests never reach it: :mod:`.server_requests` answers
-them, from a nursery of this connection's.
+them, from a nursery of this connection's transport.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -95,69 +95,41 @@ async def open_connection(
     from mcp.client.session import ClientSession
     from mcp_types import Implementation, ToolListChangedNotification
 
-    lost_reason: list[str] = []
-    connection: Connection | None = None
-    closing = False
-
-    def on_lost(reason: str) -> None:
-        if closing:
-            return
-        if connection is not None:
-            connection.mark_lost(reason)
-        else:
-            lost_reason.append(reason)
-
-    def on_renewed() -> None:
-        # A new server-side session may list other tools: as if the server said so.
-        if on_notification is not None and not closing:
-            on_notification(ToolListChangedNotification())
-
-    def goodbye_due() -> bool:
-        # A lost connection has no session left to end (R-KILL-8).
-        return not lost_reason and (connection is None or not connection.lost)
-
-    async def handle_message(message: mcp_types.ServerNotification | Exception) -> None:
-        if isinstance(message, Exception):
-            # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
-            logger.debug("server %r: transport error: %s", config.name, redact_text(str(message)))
-            return
-        if on_notification is not None:
-            on_notification(message)
-
+    state = _DialState(config.name, on_notification, ToolListChangedNotification)
+    on_lost = state.on_lost
     listing = ToolListingCheck(config.name)
     progress = ProgressRoutes(config.name)
     requests = ServerRequests(config.name, on_lost)
     name, version = client_implementation(options)
     client_info = Implementation(name=name, version=version)
     with DialBoundary(config.name) as boundary:
-        async with (
-            _open_streams(config, options, on_lost, on_renewed, goodbye_due, credentials) as (
-                read_stream,
-                write_stream,
-                process,
-            ),
-            trio.open_nursery() as answering,
+        async with _open_streams(config, options, state, on_lost, credentials) as (
+            read_stream,
+            write_stream,
+            process,
+            answering,
         ):
             boundary.stderr = process.stderr if process is not None else None
-            # The server's requests are answered on this transport, by a task of this connection (R-TOOL-13).
+            # The server's requests are answered on this transport, by a task of its own (R-TOOL-13).
             requests.attach(answering, write_stream)
             read_stream, write_stream = checked_streams(read_stream, write_stream, listing, progress, requests)
             try:
                 async with ClientSession(
-                    read_stream, write_stream, message_handler=handle_message, client_info=client_info
+                    read_stream, write_stream, message_handler=state.handle_message, client_info=client_info
                 ) as session:
                     try:
                         result = await session.initialize()
                     except Exception as exc:
                         # A dead server's exit status says more than "connection closed".
-                        cause = ConnectionError(lost_reason[0]) if lost_reason else exc
+                        lost = state.lost_reason
+                        cause = ConnectionError(lost) if lost is not None else exc
                         raise dial_error(cause, server=config.name, stderr=boundary.stderr) from exc
-                    if lost_reason:
-                        raise dial_error(ConnectionError(lost_reason[0]), server=config.name, stderr=boundary.stderr)
+                    if state.lost_reason is not None:
+                        raise dial_error(ConnectionError(state.lost_reason), server=config.name, stderr=boundary.stderr)
                     if process is not None:
                         process.established = True
                     listing.protocol_version = session.protocol_version
-                    connection = Connection(
+                    state.connection = connection = Connection(
                         server=config.name,
                         session=session,
                         initialize_result=result,
@@ -179,42 +151,110 @@ async def open_connection(
                             boundary.caller_error = exc
                             raise
                         finally:
-                            closing = True
+                            state.closing = True
                             if watchers is not None:
                                 watchers.cancel_scope.cancel()
             finally:
-                answering.cancel_scope.cancel()
+                requests.close()
+
+
+class _DialState:
+    """What the transport's callbacks and the dial share: a loss, the connection once it is made, the close.
+
+    One object whose bound methods are the callbacks, rather than closures
+    over the dial's locals: a connection keeps them as long as it lives.
+    """
+
+    __slots__ = ("_notification", "_on_notification", "closing", "connection", "lost_reason", "server")
+
+    def __init__(
+        self,
+        server: str,
+        on_notification: Callable[[mcp_types.ServerNotification], None] | None,
+        notification: Callable[[], mcp_types.ServerNotification],
+    ) -> None:
+        self.server = server
+        self._on_notification = on_notification
+        self._notification = notification  # the SDK's ToolListChangedNotification, imported by the dial
+        self.lost_reason: str | None = None
+        """A loss reported before the connection was made (the first one)."""
+        self.connection: Connection | None = None
+        self.closing = False
+
+    def on_lost(self, reason: str) -> None:
+        if self.closing:
+            return
+        if self.connection is not None:
+            self.connection.mark_lost(reason)
+        elif self.lost_reason is None:
+            self.lost_reason = reason
+
+    def on_renewed(self) -> None:
+        # A new server-side session may list other tools: as if the server said so.
+        if self._on_notification is not None and not self.closing:
+            self._on_notification(self._notification())
+
+    def goodbye_due(self) -> bool:
+        # A lost connection has no session left to end (R-KILL-8).
+        return self.lost_reason is None and (self.connection is None or not self.connection.lost)
+
+    async def handle_message(self, message: mcp_types.ServerNotification | Exception) -> None:
+        if isinstance(message, Exception):
+            # The transport already logged it (a stdio garbage line, an HTTP error) with more context.
+            logger.debug("server %r: transport error: %s", self.server, redact_text(str(message)))
+            return
+        if self._on_notification is not None:
+            self._on_notification(message)
+
+
+def _open_streams(
+    config: ServerConfig,
+    options: TransportOptions,
+    state: _DialState,
+    on_lost: Callable[[str], None],
+    credentials: Credentials | None,
+) -> AbstractAsyncContextManager[tuple[Any, Any, StdioProcess | None, trio.Nursery]]:
+    """``(read_stream, write_stream, stdio_process_or_None, nursery)`` for the entry's transport.
+
+    The nursery is the transport's: a task there ends before the transport closes.
+    A stdio transport is returned as it is (each layer of context managers
+    costs a connection a few hundred bytes for as long as it lives).
+    """
+    if config.transport is TransportType.STDIO:
+        # Imported here, with anyio: importing wave_actors needs neither.
+        from wave_actors._transport.stdio import open_stdio_transport
+
+        return open_stdio_transport(
+            config,
+            graces=options.graces,
+            on_lost=on_lost,
+            stderr_lines=options.stderr_lines,
+            max_line_bytes=options.max_message_bytes,
+        )
+    return _open_remote_streams(config, options, on_lost, state.on_renewed, state.goodbye_due, credentials)
 
 
 @asynccontextmanager
-async def _open_streams(
+async def _open_remote_streams(
     config: ServerConfig,
     options: TransportOptions,
     on_lost: Callable[[str], None],
     on_renewed: Callable[[], None],
     goodbye_due: Callable[[], bool],
     credentials: Credentials | None,
-) -> AsyncGenerator[tuple[Any, Any, StdioProcess | None], None]:
-    """Yield ``(read_stream, write_stream, stdio_process_or_None)`` for the entry's transport."""
-    if config.transport is TransportType.STDIO:
-        # Imported here, with anyio: importing wave_actors needs neither.
-        from wave_actors._transport.stdio import open_stdio_transport
-
-        async with open_stdio_transport(
+) -> AsyncGenerator[tuple[Any, Any, None, trio.Nursery], None]:
+    async with (
+        open_remote_transport(
             config,
-            graces=options.graces,
+            options=options,
             on_lost=on_lost,
-            stderr_lines=options.stderr_lines,
-            max_line_bytes=options.max_message_bytes,
-        ) as (read_stream, write_stream, process):
-            yield read_stream, write_stream, process
-        return
-    async with open_remote_transport(
-        config,
-        options=options,
-        on_lost=on_lost,
-        on_renewed=on_renewed,
-        goodbye_due=goodbye_due,
-        credentials=credentials,
-    ) as (read_stream, write_stream):
-        yield read_stream, write_stream, None
+            on_renewed=on_renewed,
+            goodbye_due=goodbye_due,
+            credentials=credentials,
+        ) as (read_stream, write_stream),
+        trio.open_nursery() as nursery,
+    ):
+        try:
+            yield read_stream, write_stream, None, nursery
+        finally:
+            nursery.cancel_scope.cancel()

@@ -256,6 +256,8 @@ class DialBoundary:
     :param server: the server's name.
     """
 
+    __slots__ = ("caller_error", "established", "server", "stderr")
+
     def __init__(self, server: str) -> None:
         self.server = server
         self.stderr: StderrLog | None = None

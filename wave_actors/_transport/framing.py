@@ -56,6 +56,8 @@ class LineFramer:
         counted; a longer one comes back as a :class:`LongLine`.
     """
 
+    __slots__ = ("_head", "_held", "_parts", "_size", "_skipping", "_tail", "max_line_bytes")
+
     def __init__(self, max_line_bytes: int) -> None:
         self.max_line_bytes = max_line_bytes
         self._parts: list[bytes] = []  # the start of a line not yet ended, within the bound

@@ -33,6 +33,8 @@ class NoiseLog:
     :param clock: the time now, in seconds (trio's clock by default, so tests can mock it).
     """
 
+    __slots__ = ("_clock", "_counted", "_last", "_server", "_window", "_window_end", "total")
+
     def __init__(self, server: str, *, window: float = NOISE_WINDOW, clock: Callable[[], float] = trio.current_time):
         self._server = server
         self._window = window

@@ -15,7 +15,6 @@ the reading task, keeps the server's order.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
@@ -38,10 +37,12 @@ class ProgressRoutes:
     :param server: the server's name, for the log.
     """
 
+    __slots__ = ("_issued", "_notification_type", "_routes", "server")
+
     def __init__(self, server: str) -> None:
         self.server = server
         self._routes: dict[str, ProgressCallback] = {}
-        self._tokens = itertools.count(1)
+        self._issued = 0  # tokens handed out (an int: an itertools.count is one more object per connection)
         # Resolved here, once: the dial has imported the SDK, and deliver() sees every message.
         from mcp_types import JSONRPCNotification
 
@@ -50,7 +51,8 @@ class ProgressRoutes:
     @contextmanager
     def route(self, callback: ProgressCallback) -> Generator[str, None, None]:
         """Route the progress of one call to ``callback`` while the block runs, and yield the call's token."""
-        token = f"wave-actors-progress-{next(self._tokens)}"
+        self._issued += 1
+        token = f"wave-actors-progress-{self._issued}"
         self._routes[token] = callback
         try:
             yield token

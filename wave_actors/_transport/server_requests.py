@@ -22,9 +22,10 @@ connection fail at once with that reason. The caller closes the connection,
 as after any loss; other connections are not concerned.
 
 Each answer goes out on the connection its request came on: the answering
-task belongs to that connection (its nursery is the dial's, given to
+task belongs to that connection (its nursery is the transport's, given to
 :meth:`ServerRequests.attach`) and writes to that connection's transport,
-which nothing else shares. An answer carries its
+which nothing else shares; :meth:`ServerRequests.close` ends it as the
+connection closes. An answer carries its
 request's transport metadata, for a transport that needs to know more
 precisely where the request came from.
 """
@@ -60,6 +61,25 @@ class ServerRequests:
     :param limit: requests that may wait for their answer at a time.
     """
 
+    __slots__ = (
+        "_answering",
+        "_closed",
+        "_error",
+        "_error_data",
+        "_message",
+        "_nursery",
+        "_on_flood",
+        "_queue",
+        "_request_type",
+        "_result",
+        "_running",
+        "_write_stream",
+        "_writing",
+        "flooded",
+        "limit",
+        "server",
+    )
+
     def __init__(self, server: str, on_flood: Callable[[str], None], *, limit: int = MAX_UNANSWERED) -> None:
         from mcp.shared.message import SessionMessage
         from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
@@ -73,6 +93,7 @@ class ServerRequests:
         self._queue: list[SessionMessage] = []
         self._writing = 0  # the answer being written, if any
         self._running = False  # the answering task
+        self._answering: trio.CancelScope | None = None  # its scope, while it runs
         self._nursery: trio.Nursery | None = None
         self._write_stream: Any = None
         self._closed = False  # the write stream refused an answer: the connection is closing
@@ -92,6 +113,13 @@ class ServerRequests:
         """
         self._nursery = nursery
         self._write_stream = write_stream
+
+    def close(self) -> None:
+        """Answer nothing more: the connection is closing. A write under way is cancelled."""
+        self._closed = True
+        self._queue.clear()
+        if self._answering is not None:
+            self._answering.cancel()
 
     @property
     def unanswered(self) -> int:
@@ -134,15 +162,17 @@ class ServerRequests:
         import anyio
 
         try:
-            while self._queue:
-                reply = self._queue.pop(0)
-                self._writing = 1
-                try:
-                    await self._write_stream.send(reply)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._closed = True  # the connection is closing: nobody is left to answer
-                    self._queue.clear()
-                finally:
-                    self._writing = 0
+            with trio.CancelScope() as self._answering:
+                while self._queue:
+                    reply = self._queue.pop(0)
+                    self._writing = 1
+                    try:
+                        await self._write_stream.send(reply)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        self._closed = True  # the connection is closing: nobody is left to answer
+                        self._queue.clear()
+                    finally:
+                        self._writing = 0
         finally:
+            self._answering = None
             self._running = False

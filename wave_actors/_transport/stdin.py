@@ -42,6 +42,20 @@ class StdinWriter(trio.abc.AsyncResource):
     :param nursery: where a message the pipe could not take at once is finished.
     """
 
+    __slots__ = (
+        "_backlog",
+        "_broken",
+        "_closed",
+        "_fd",
+        "_flushed",
+        "_flushing",
+        "_nursery",
+        "_output",
+        "_process",
+        "_server",
+        "_stdin",
+    )
+
     def __init__(self, *, server: str, process: trio.Process, output: ServerOutput, nursery: trio.Nursery) -> None:
         assert process.stdin is not None
         self._server = server

@@ -124,6 +124,13 @@ def _forget(tag: str, cgroup: str | None) -> None:
     families.end(tag)
 
 
+async def _close_stdin(writer: StdinWriter, stdin: trio.abc.SendStream) -> None:
+    """The polite first stage of a reclaim: the messages written so far, then EOF."""
+    with trio.move_on_after(_FLUSH_WINDOW):
+        await writer.finish()
+    await stdin.aclose()
+
+
 @asynccontextmanager
 async def open_stdio_transport(
     config: ServerConfig,
@@ -132,8 +139,12 @@ async def open_stdio_transport(
     on_lost: Callable[[str], None],
     stderr_lines: int = 200,
     max_line_bytes: int = 64 * 1024 * 1024,
-) -> AsyncGenerator[tuple[ServerOutput, StdinWriter, StdioProcess], None]:
-    """Spawn ``config``'s command and yield MCP streams over its pipes.
+) -> AsyncGenerator[tuple[ServerOutput, StdinWriter, StdioProcess, trio.Nursery], None]:
+    """Spawn ``config``'s command and yield MCP streams over its pipes: ``(read, write, process, nursery)``.
+
+    The nursery is the transport's own: a task that writes to the server (the
+    answers to its requests) runs there, and is cancelled at the latest once
+    the family is reclaimed.
 
     On exit, whatever the reason (including cancellation), the process family
     is reclaimed before this returns.
@@ -190,13 +201,8 @@ async def open_stdio_transport(
                 nursery.start_soon(output.read_stderr)
                 nursery.start_soon(output.watch_exit)
 
-            async def close_stdin() -> None:
-                with trio.move_on_after(_FLUSH_WINDOW):
-                    await stdin_writer.finish()
-                await stdin.aclose()
-
             try:
-                yield output, stdin_writer, handle
+                yield output, stdin_writer, handle, nursery
             finally:
                 # Nobody reads the session streams any more; the pipes are drained.
                 nursery.start_soon(output.drain)
@@ -204,7 +210,7 @@ async def open_stdio_transport(
                     process,
                     tag=tag,
                     graces=graces,
-                    close_stdin=close_stdin if handle.established else None,
+                    close_stdin=functools.partial(_close_stdin, stdin_writer, stdin) if handle.established else None,
                     start=start,
                     cgroup=cgroup,
                 )

@@ -73,6 +73,33 @@ class ServerOutput(trio.abc.AsyncResource):
     out, then the stream ends.
     """
 
+    __slots__ = (
+        "_closed",
+        "_deliver",
+        "_ended",
+        "_exited",
+        "_framer",
+        "_message",
+        "_noise",
+        "_on_lost",
+        "_parse",
+        "_pidfd",
+        "_poll",
+        "_process",
+        "_ready",
+        "_server",
+        "_settle_deadline",
+        "_stderr",
+        "_stderr_fd",
+        "_stderr_log",
+        "_stderr_open",
+        "_stdout",
+        "_stdout_fd",
+        "_stdout_open",
+        "_wait_scope",
+        "_woken",
+    )
+
     def __init__(
         self,
         *,
