@@ -34,34 +34,34 @@ is the exception: it is called in the trio thread, synchronously.
 Why a thread and not trio's guest mode, measured (``python -m
 benchmarks.asyncio_face``; echo over stdio to the stdlib fault server, one
 server per side, sides taking turns, medians of 7 rounds of 1000 calls, one
-first ``prepare_turn`` per side a round; a 2-core machine shared with other
-work, load average about 13, so the ratios, taken per round, are what to read):
+first ``prepare_turn`` per side a round; a 2-core machine shared with a test
+run, so the ratios, taken per round, are what to read):
 
 ====================  ===========  ===========  ===============  ===================================
 way, loop             latency µs   calls/s, 10  first            a 0.3 s call, tool timeout 0.6 s,
                       (ratio)      in flight    prepare_turn     loop blocked 1 s
                                    (ratio)      ms (ratio)
 ====================  ===========  ===========  ===============  ===================================
-trio alone            673 (1.00)   564 (1.00)   159 (1.00)       (no loop to block)
-thread, asyncio       786 (1.22)   589 (1.07)   199 (1.47)       the result, at 1.0 s
-guest run, asyncio    918 (1.55)   589 (1.14)   145 (0.90)       ToolTimeout (spurious), at 1.1 s
-thread, uvloop        766 (1.10)   565 (1.03)   157 (1.00)       the result, at 1.0 s
-guest run, uvloop     901 (1.31)   511 (1.07)   140 (0.80)       the result, at 1.4 s
+trio alone            293 (1.00)   2900 (1.00)  27.4 (1.00)      (no loop to block)
+thread, asyncio       473 (1.56)   1329 (0.50)  28.5 (1.03)      the result, at 1.0 s
+guest run, asyncio    591 (1.96)   2114 (0.63)  28.5 (1.06)      ToolTimeout (spurious), at 1.0 s
+thread, uvloop        464 (1.63)   1825 (0.61)  29.0 (1.06)      the result, at 1.0 s
+guest run, uvloop     542 (1.73)   2217 (0.68)  29.5 (1.05)      ToolTimeout (spurious), at 1.0 s
 ====================  ===========  ===========  ===============  ===================================
 
-Other runs on the same machine: before operations were started in order,
-latency ratios of 1.25 and 1.22 for the thread and 1.27 and 1.22 for the
-guest run; later, with less load (trio alone 510 µs), 1.59 and 1.56 for the
-thread and 1.61 and 1.59 for the guest run: the hand-offs cost a fixed
-200-300 µs a call, whichever way. The guest run answered the blocked-loop
-call with ToolTimeout in both. A call costs either way two cross-thread wake-ups more
-than trio alone (a guest run waits for I/O in a thread of trio's); the guest
-run's was the dearer. What decides is the blocked loop: a guest run stops
-whenever the loop does, so a host loop blocked for a second freezes every
-call, every reclamation grace and every deadline with it, and a call the
-server answered in time fails as timed out, or not, depending on whether
-trio sees the deadline or the answer first once the loop is back. A trio
-thread keeps the servers' pipes drained, deadlines true and reclamation
+On the same machine under heavier load the thread measured latency ratios of
+1.10 to 1.36 and calls/s ratios of 0.65 to 1.58: the hand-offs cost a
+fixed 100 to 180 µs a call whichever way, which weighs more the faster the
+trio path is. Per stage, for a call (``perf_counter`` in both threads): the
+request reaching the trio thread 34 µs, to the operation's first step 13,
+the outcome reaching the loop 23, the caller resuming 18 (3 to 9 under
+uvloop). A guest run pays the same two cross-thread wake-ups (it waits for
+I/O in a thread of trio's), and dearer. What decides is the blocked loop: a
+guest run stops whenever the loop does, so a host loop blocked for a second
+freezes every call, every reclamation grace and every deadline with it, and
+a call the server answered in time fails as timed out, or not, depending on
+whether trio sees the deadline or the answer first once the loop is back. A
+trio thread keeps the servers' pipes drained, deadlines true and reclamation
 going whatever the loop does, the same with the standard loop and uvloop.
 
 Endings. Leaving ``async with Host.open()`` destroys every session and
