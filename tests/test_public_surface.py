@@ -57,6 +57,7 @@ UNIT_TESTS_OF = {
     "tests/family": ("wave_actors._family",),
     "tests/watchdog": ("wave_actors._watchdog", "wave_actors._family"),
     "tests/roster": ("wave_actors._roster",),
+    "tests/asyncio_face": ("wave_actors._asyncio",),
     "tests/auth": ("wave_actors._auth",),
 }
 

@@ -11,7 +11,6 @@ from runtime_support import server_processes
 from session_support import connected_session
 
 from wave_actors import Host, ServerState, SessionOptions, UnknownTool
-from wave_actors._roster.group import RETIRED_KEPT
 from wave_actors.testing import count_tasks, fault_server_entry
 
 
@@ -37,25 +36,6 @@ async def test_reconfigure_retires_removed_reloads_changed_and_adds_new(
         with pytest.raises(UnknownTool, match="its server 'drop' was removed from the configuration"):
             await session.call_tool("mcp__drop__echo", {"text": "x"})
         assert len(server_processes()) == 2
-
-
-async def test_a_session_reconfigured_without_end_remembers_only_the_last_retired_servers_names(
-    tmp_path: Path, options: SessionOptions
-) -> None:
-    # R-HOST-3: a host reconfigured for weeks, with new server names each time, does not grow what it remembers.
-    async with Host.open(home=tmp_path / "home", options=options) as host:
-        session = await host.create_session(tmp_path, {"first": fault_server_entry(), "last": fault_server_entry()})
-        await session.prepare_turn()
-        await session.reconfigure({"last": fault_server_entry()})
-        for index in range(RETIRED_KEPT):  # never dialed: their retirements are remembered all the same
-            await session.reconfigure({"last": fault_server_entry(), f"gone{index}": fault_server_entry()})
-        await session.reconfigure({})
-        with pytest.raises(UnknownTool, match="its server 'last' was removed from the configuration"):
-            await session.call_tool("mcp__last__echo", {"text": "x"})
-        with pytest.raises(UnknownTool) as forgotten:
-            await session.call_tool("mcp__first__echo", {"text": "x"})
-        assert "removed" not in str(forgotten.value)
-        assert server_processes() == []
 
 
 async def test_a_retired_server_keeps_no_task(tmp_path: Path, options: SessionOptions) -> None:
