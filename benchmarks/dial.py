@@ -81,12 +81,10 @@ async def _bare(count: int, delay: float, devnull: object) -> float:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     release = trio.Event()
-    remaining = count
     all_up = trio.Event()
-    finished_at = 0.0
+    last = _LastUp(count)
 
     async def dial(entry: dict[str, object]) -> None:
-        nonlocal remaining, finished_at
         command = entry_command(entry)
         parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
         async with (
@@ -95,9 +93,7 @@ async def _bare(count: int, delay: float, devnull: object) -> float:
         ):
             await client.initialize()
             await client.list_tools()
-            remaining -= 1
-            if remaining == 0:
-                finished_at = time.perf_counter()
+            if last.one_up():
                 all_up.set()
             await release.wait()
 
@@ -107,7 +103,23 @@ async def _bare(count: int, delay: float, devnull: object) -> float:
             nursery.start_soon(dial, entry)
         await all_up.wait()
         release.set()
-    return finished_at - started
+    return last.at - started
+
+
+class _LastUp:
+    """Counts ``count`` dials up and keeps the moment the last one listed its tools."""
+
+    def __init__(self, count: int) -> None:
+        self.remaining = count
+        self.at = 0.0
+
+    def one_up(self) -> bool:
+        """One more dial is up; whether it was the last."""
+        self.remaining -= 1
+        if self.remaining:
+            return False
+        self.at = time.perf_counter()
+        return True
 
 
 def _fastmcp_missing() -> str | None:
@@ -124,19 +136,15 @@ async def _fastmcp_dials(count: int, delay: float, devnull: object) -> float:
 
     release = asyncio.Event()
     all_up = asyncio.Event()
-    remaining = count
-    finished_at = 0.0
+    last = _LastUp(count)
 
     async def dial(entry: dict[str, object]) -> None:
-        nonlocal remaining, finished_at
         command = entry_command(entry)
         # The same environment as the other sides; keep_alive=False: the server ends with the block.
         transport = StdioTransport(command[0], command[1:], env=dict(os.environ), keep_alive=False, log_file=devnull)  # type: ignore[arg-type]
         async with Client(transport) as client:
             await client.list_tools()
-            remaining -= 1
-            if remaining == 0:
-                finished_at = time.perf_counter()
+            if last.one_up():
                 all_up.set()
             await release.wait()
 
@@ -146,7 +154,7 @@ async def _fastmcp_dials(count: int, delay: float, devnull: object) -> float:
             group.create_task(dial(entry))
         await all_up.wait()
         release.set()
-    return finished_at - started
+    return last.at - started
 
 
 async def _fastmcp(count: int, delay: float, devnull: object) -> float:
