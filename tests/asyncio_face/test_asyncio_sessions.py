@@ -251,12 +251,14 @@ def test_a_call_past_its_timeout_is_cancelled_on_the_server_and_never_replayed(t
 def test_a_call_answered_while_the_loop_is_blocked_is_a_result_not_a_timeout(tmp_path: Path, run: Run) -> None:
     # R-AIO-1: the trio thread keeps reading the server and keeps the call's deadline true while the loop is blocked.
     async def scenario() -> None:
-        entry = {**fault_server_entry(), "tool_timeout_ms": 600}
+        calls = tmp_path / "calls.jsonl"
+        entry = {**fault_server_entry(call_log=calls), "tool_timeout_ms": 600}
         async with connected_session(tmp_path, {"f": entry}) as session:
             call = asyncio.create_task(session.call_tool("mcp__f__sleep", {"seconds": 0.3}))
-            await asyncio.sleep(0.05)  # the call is on its way
+            await until(lambda: tools_called(calls) == ["sleep"], limit=5, what="the call reached its server")
             # The scenario itself, not a wait for something: a host blocks its loop (a synchronous library
-            # call, say) past the call's 600 ms deadline, while the server answers at 300 ms.
+            # call, say) past the call's 600 ms deadline, while the server answers at 300 ms. Nothing is
+            # awaited here: a blocked loop is the input, so it blocks the thread for a fixed time.
             time.sleep(1.2)
             result = await call
             assert not result.is_error
