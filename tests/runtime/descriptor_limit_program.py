@@ -11,6 +11,7 @@ sessions, dials once more, and prints one JSON line with what it saw.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -42,7 +43,7 @@ async def main(limit: int) -> dict[str, Any]:
             assert failed is not None, "the limit was never reached"
             found["connected"] = len(sessions)
             found["lazy_error"] = failed.server("s").error
-            before = host.orphan_protection().file_descriptors
+            before, held_before = host.orphan_protection().file_descriptors, _held()
             explicit: list[str] = []
             for _ in range(5):
                 try:
@@ -50,11 +51,12 @@ async def main(limit: int) -> dict[str, Any]:
                 except DialError as error:
                     explicit.append(str(error))
             found["explicit_errors"] = explicit
-            after = host.orphan_protection().file_descriptors
+            after, held_after = host.orphan_protection().file_descriptors, _held()
             found["in_use_before_and_after_failed_dials"] = [
                 None if before is None else before.in_use,
                 None if after is None else after.in_use,
             ]
+            found["held_only_after_failed_dials"] = sorted(held_after - held_before)
             answers = [await session.call_tool("mcp__s__echo", {"text": "still here"}) for session in sessions]
             found["others_answer"] = all(not answer.is_error for answer in answers)
             for session in sessions[:2]:
@@ -62,6 +64,24 @@ async def main(limit: int) -> dict[str, Any]:
             await failed.connect("s")
             found["after_ending_two"] = failed.server("s").state.value
     return found
+
+
+def _held() -> set[tuple[str, str]]:
+    """This process's descriptors and what each is, but for files read for a moment by other threads.
+
+    The cgroup primer's thread reads ``/proc/<pid>/cgroup`` and writes
+    ``cgroup.procs`` beside a dial, so a bare count may be one higher or lower
+    by chance; pipes, pidfds, epolls and sockets are what a failed dial could leave.
+    """
+    held: set[tuple[str, str]] = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:  # the listing's own descriptor, or one closed since
+            continue
+        if not target.startswith(("/proc/", "/sys/fs/cgroup/")):
+            held.add((name, target))
+    return held
 
 
 def _plain(value: object) -> object:

@@ -33,8 +33,9 @@ def test_a_dial_past_the_descriptor_limit_names_the_limit_and_the_others_carry_o
         assert "ulimit -n" in error and "RLIMIT_NOFILE" in error
         assert "Too many open files" not in error
     assert len(found["explicit_errors"]) == 5
+    assert found["held_only_after_failed_dials"] == []  # a failed dial holds no descriptor (no pipe left open)
     in_use_before, in_use_after = found["in_use_before_and_after_failed_dials"]
-    assert in_use_before == in_use_after  # a failed dial holds no descriptor (no pipe left open)
+    assert abs(in_use_before - in_use_after) <= 2  # the count the host shows: give or take the primer's reads
     assert found["others_answer"] is True
     assert found["after_ending_two"] == "connected"  # ending sessions gives the room back
 
