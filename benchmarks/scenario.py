@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,8 @@ def main(name: str, description: str, options: Sequence[Option], body: Body, arg
     except BaseException as error:  # report and still check for leaks
         progress.done()
         print(f"{name}: crashed: {error!r}", file=sys.stderr)
-        outcome = Outcome(data={"crash": repr(error)})
+        traceback.print_exception(error, file=sys.stderr)  # where, through every nursery
+        outcome = Outcome(data={"crash": repr(error), "traceback": traceback.format_exception(error)})
         failed = True
         if isinstance(error, KeyboardInterrupt):
             _reclaim_leftovers(name, outcome)

@@ -2,7 +2,7 @@
 
 The cache is filled the way hosts fill it: ``--projects`` projects, each a
 session whose ``--servers`` fault servers list ``--tools`` tools, dialed
-once; about 30 MiB with the defaults. Then, ``--runs`` times, in a project of
+once, :data:`FILLING_AT_ONCE` projects at a time; about 30 MiB with the defaults. Then, ``--runs`` times, in a project of
 its own whose snapshots are in the cache, with a task sleeping 1 ms in a
 loop to see how long the event loop was held (the oversleep):
 
@@ -48,6 +48,9 @@ NAME = "tool_cache"
 STALL_TARGET_MS = 20.0
 CACHE = "mcp-tools-cache"  # <home>/mcp-tools-cache, as the README says
 
+FILLING_AT_ONCE = 4
+"""Projects dialed at once while the cache fills (a host's conversations overlap; the filling is not measured)."""
+
 OPTIONS = (
     Option("projects", int, 200, 20, "projects in the cache"),
     Option("servers", int, 3, 3, "servers per project"),
@@ -76,8 +79,20 @@ def _project_directory(home: Path, workdir: Path) -> Path:
 
 
 def _newest_entry(directory: Path) -> float:
-    """The latest time an entry of one project's ``directory`` was written: a few ``stat`` calls."""
-    return max((entry.stat().st_mtime_ns / 1e9 for entry in os.scandir(directory)), default=0.0)
+    """The latest time an entry of one project's ``directory`` was written: a few ``stat`` calls.
+
+    Only the entries (``*.json``): a writer's temporary file is renamed away
+    between the listing and its ``stat``, and a pruned entry may go as well.
+    """
+    newest = 0.0
+    with os.scandir(directory) as found:
+        for entry in found:
+            if entry.name.endswith(".json"):
+                try:
+                    newest = max(newest, entry.stat().st_mtime_ns / 1e9)
+                except FileNotFoundError:
+                    continue
+    return newest
 
 
 async def _dial_once(host: Host, workdir: Path, servers: Servers) -> None:
@@ -162,11 +177,21 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         off.mkdir()
         (off / CACHE).write_text("the cache is off\n")
         async with Host.open(home=home) as host, Host.open(home=off) as uncached:
-            for project in range(arguments.projects - 1):
-                progress.update("filling the cache", f"project {project + 1}/{arguments.projects}")
-                other = root / f"p{project}"
-                other.mkdir()
-                await _dial_once(host, other, servers)
+            filled = 0
+            limiter = trio.CapacityLimiter(FILLING_AT_ONCE)
+
+            async def fill(project: int) -> None:
+                nonlocal filled
+                async with limiter:
+                    other = root / f"p{project}"
+                    other.mkdir()
+                    await _dial_once(host, other, servers)
+                filled += 1
+                progress.update("filling the cache", f"project {filled}/{arguments.projects}")
+
+            async with trio.open_nursery() as filling:  # as a host with many conversations at once fills it
+                for project in range(arguments.projects - 1):
+                    filling.start_soon(fill, project)
             await _dial_once(host, workdir, servers)  # the measured project's own snapshots
             total = await trio.to_thread.run_sync(_cache_bytes, home)
             own = await trio.to_thread.run_sync(_project_directory, home, workdir)
