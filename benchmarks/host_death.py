@@ -57,10 +57,10 @@ OPTIONS = (
     Option("escaping_runs", int, 5, 1, "runs with an escaping daemon per server, per way of reclaiming"),
     Option("stopped_runs", int, 5, 1, "runs with the host stopped (SIGSTOP) before the SIGKILL"),
     Option("unguarded_runs", int, 3, 1, "runs with the watchdog off"),
-    Option("replacement_runs", int, 20, 3, "runs killing the watchdog, then the host once it is replaced"),
+    Option("replacement_runs", int, 10, 3, "runs killing the watchdog, then the host once it is replaced"),
     Option("sessions", int, 5, 2, "sessions per host (3 servers each, 2 grandchildren per server)"),
-    Option("dial_rounds", int, 30, 5, "dials per side (watchdog on / off), interleaved"),
-    Option("idle_seconds", float, 10.0, 2.0, "idle window for the CPU measurement, per side"),
+    Option("dial_rounds", int, 20, 5, "dials per side (watchdog on / off), interleaved"),
+    Option("idle_seconds", float, 5.0, 2.0, "idle window for the CPU measurement, per side"),
 )
 
 

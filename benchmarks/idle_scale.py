@@ -34,7 +34,7 @@ TARGET_KIB = 20.0
 OPTIONS = (
     Option("sessions", int, 10_000, 1_000, "sessions per run"),
     Option("servers", int, 10, 10, "configured servers per session"),
-    Option("runs", int, 3, 1, "runs, each in a fresh interpreter"),
+    Option("runs", int, 2, 1, "runs, each in a fresh interpreter"),
     Option("trace_sessions", int, 1_000, 200, "sessions in the tracemalloc run (0: skip it)"),
 )
 

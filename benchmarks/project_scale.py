@@ -48,7 +48,7 @@ MODES = ("session", "project")
 OPTIONS = (
     Option("sessions", int, 100, 20, "sessions of the one project, per mode and run"),
     Option("servers", int, 3, 3, "fault servers configured for the project"),
-    Option("runs", int, 3, 1, "runs of each mode, each in a fresh interpreter, modes interleaved"),
+    Option("runs", int, 2, 1, "runs of each mode, each in a fresh interpreter, modes interleaved"),
     Option("repeats", int, 7, 3, "timed first prepare_turn of the last session, per run"),
     Option("ready_budget", float, 5.0, 5.0, "ProjectOptions.ready_budget, seconds"),
     Option("idle_timeout", float, 300.0, 300.0, "ProjectOptions.idle_timeout, seconds"),
