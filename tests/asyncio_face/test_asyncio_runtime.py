@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+import trio.testing
 
 from wave_actors._asyncio.runtime import RuntimeClosed, TrioRuntime
 
@@ -64,3 +65,71 @@ def test_an_operation_asked_for_after_the_holder_was_let_go_is_refused(run: Run)
             raise AssertionError("an operation ran after the runtime had ended")
 
     run(main())
+
+
+class _CountingLoop:
+    """The runtime's loop, counting the wake-ups handed to it from other threads."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.wakeups = 0
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: object, **kwargs: Any) -> asyncio.Handle:
+        self.wakeups += 1
+        return self._loop.call_soon_threadsafe(callback, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+
+def test_outcomes_ready_in_one_trio_batch_wake_the_loop_once(run: Run) -> None:
+    # Ten operations answered by one event: their outcomes share one wake-up of the loop, not ten.
+    async def main() -> tuple[int, list[int]]:
+        async with TrioRuntime.open(_nothing, name="batching") as (runtime, _):
+            answered = trio.Event()  # made here, used only in the trio thread
+
+            def waiting(index: int) -> Callable[[], Coroutine[Any, Any, int]]:
+                async def wait() -> int:
+                    await answered.wait()
+                    return index
+
+                return wait
+
+            async def answer() -> None:
+                answered.set()
+
+            asked = [asyncio.ensure_future(runtime.run(waiting(index))) for index in range(10)]
+            await runtime.run(trio.testing.wait_all_tasks_blocked)  # all ten are waiting
+            counting = _CountingLoop(runtime._loop)  # pyright: ignore[reportPrivateUsage]
+            runtime._loop = counting  # type: ignore[assignment]  # pyright: ignore[reportPrivateUsage]
+            await runtime.run(answer)
+            results = await asyncio.gather(*asked)
+            return counting.wakeups, results
+
+    wakeups, results = run(main())
+    assert results == list(range(10))
+    assert wakeups <= 2  # the answer's own outcome, and the ten; one each they would be 11
+
+
+def test_a_posted_callback_that_raises_goes_to_the_loop_and_the_ones_after_it_still_run(run: Run) -> None:
+    async def main() -> tuple[list[str], list[BaseException]]:
+        ran: list[str] = []
+        handled: list[BaseException] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: handled.append(context["exception"]))
+
+        def failing() -> None:
+            raise LookupError("a callback of the host's")
+
+        async with TrioRuntime.open(_nothing, name="posting") as (runtime, _):
+
+            async def post_three() -> None:
+                runtime.post(ran.append, "first")
+                runtime.post(failing)
+                runtime.post(ran.append, "third")
+
+            await runtime.run(post_three)  # its outcome comes after the three, in the same taking
+        return ran, handled
+
+    ran, handled = run(main())
+    assert ran == ["first", "third"]
+    assert len(handled) == 1 and isinstance(handled[0], LookupError)

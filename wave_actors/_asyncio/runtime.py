@@ -7,7 +7,13 @@ asks is an *operation*: asked for through the trio token, run by a worker
 task of the runtime's nursery, its outcome handed back by
 ``loop.call_soon_threadsafe``. Workers wait idle between operations (up to
 :data:`IDLE_WORKERS` of them): a task spawned per operation cost more than
-the hand-off across the threads.
+the hand-off across the threads. The hand-offs go in batches, each way one
+wake-up of the other thread for all that is ready: what one step of the loop
+asked for (:meth:`TrioRuntime.request`), and what one trio batch handed back,
+sent as trio is about to wait for I/O (:meth:`TrioRuntime.post`). Each
+wake-up is a system call, and a woken thread takes the interpreter lock at
+the other's next system call; with ten calls in flight, one at a time cost
+the face a quarter of its calls per second.
 Operations take their first step in the order they were asked for, so a
 ``connect`` asked before a ``disconnect`` reaches its server first, as two
 trio tasks calling them in turn would (R-RACE-3). Trio runs the tasks of one
@@ -51,6 +57,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, Generic, TypeVar, overload
 
+import attrs
 import outcome
 import trio
 
@@ -87,6 +94,10 @@ class TrioRuntime:
         self._token: trio.lowlevel.TrioToken | None = None
         self._operations: trio.Nursery | None = None
         self._held = trio.CancelScope()
+        self._inbox: deque[Callable[[], object]] = deque()  # any thread appends; the trio thread takes
+        self._inbox_posted = False  # set by who posts the taking, cleared by the trio thread as it takes
+        self._outbox: deque[_Posted] = deque()  # the trio thread appends; the asyncio thread takes
+        self._outbox_posted = False  # set by the trio thread as it posts the taking, cleared by the asyncio thread
         self._queued: deque[_Call[Any, Any]] = deque()  # trio thread: asked for, not spawned yet
         self._spawned: _Call[Any, Any] | None = None  # trio thread: handed to a worker, not running yet
         self._idle: list[trio.lowlevel.Task] = []  # trio thread: workers waiting for an operation
@@ -147,15 +158,32 @@ class TrioRuntime:
     # asyncio -> trio
 
     def request(self, callback: Callable[[], object]) -> bool:
-        """Run ``callback()`` soon in the trio thread; ``False`` if the run is over (or not started). Any thread."""
+        """Run ``callback()`` soon in the trio thread; ``False`` if the run is over (or not started). Any thread.
+
+        Callbacks run in the order they were requested. Those requested
+        before the trio thread takes them share one wake-up of it (one
+        ``run_sync_soon``): a loop step that asks for ten operations wakes
+        trio once.
+        """
         token = self._token
         if token is None:
             return False
+        self._inbox.append(callback)
+        if self._inbox_posted:
+            return True  # a taking is on its way and clears the flag before it takes: it takes this one too
+        self._inbox_posted = True
         try:
-            token.run_sync_soon(callback)
+            token.run_sync_soon(self._take_inbox)
         except trio.RunFinishedError:
             return False
         return True
+
+    def _take_inbox(self) -> None:
+        """Trio thread, from the token: run every callback requested so far, in order."""
+        self._inbox_posted = False  # before taking: one appended from now on posts a taking of its own
+        inbox = self._inbox
+        for _ in range(len(inbox)):
+            inbox.popleft()()
 
     @overload
     async def run(self, function: Callable[[], Awaitable[_R]]) -> _R: ...
@@ -203,10 +231,9 @@ class TrioRuntime:
         exception handler, as for any callback.
         """
         context = contextvars.copy_context()
-        loop = self._loop
 
         def relayed(*args: object) -> None:
-            loop.call_soon_threadsafe(callback, *args, context=context)
+            self._post(_Posted(callback, args, context))
 
         return relayed
 
@@ -215,14 +242,53 @@ class TrioRuntime:
     def post(self, callback: Callable[..., object], *args: object) -> bool:
         """Run ``callback(*args)`` soon in the asyncio thread; ``False`` if the loop is closed. Trio thread.
 
-        A closed loop is a loop gone: the holder is let go at once.
+        Callbacks run in the order they were posted (relayed ones among
+        them). The loop is woken once for all that a trio batch posted, as
+        trio is about to wait for I/O (:meth:`_flush`): the outcomes of ten
+        calls answered in one batch wake it once, and never while the
+        batch still runs, so the two threads do not take the interpreter
+        from each other at every system call of the batch. A closed loop is a
+        loop gone: the holder is let go at once.
         """
-        try:
-            self._loop.call_soon_threadsafe(callback, *args)
-        except RuntimeError:  # the loop is closed
+        return self._post(_Posted(callback, args, None))
+
+    def _post(self, posted: _Posted) -> bool:
+        if self._loop.is_closed():
             self._let_go()
             return False
+        self._outbox.append(posted)
         return True
+
+    def _flush(self) -> None:
+        """Trio thread, as trio is about to wait for I/O: wake the loop to take what was posted, unless it is woken already."""
+        if not self._outbox or self._outbox_posted:
+            return  # a taking on its way clears the flag before it takes: it takes what is there now too
+        self._outbox_posted = True
+        try:
+            self._loop.call_soon_threadsafe(self._take_outbox)
+        except RuntimeError:  # the loop is closed
+            self._let_go()
+
+    def _take_outbox(self) -> None:
+        """Asyncio thread: run every callback posted so far, in order, each as the loop would run it."""
+        self._outbox_posted = False  # before taking: one posted from now on posts a taking of its own
+        outbox = self._outbox
+        for _ in range(len(outbox)):
+            posted = outbox.popleft()
+            try:
+                if posted.context is None:
+                    posted.callback(*posted.args)
+                else:
+                    posted.context.run(posted.callback, *posted.args)
+            except (SystemExit, KeyboardInterrupt):
+                if outbox and not self._outbox_posted:  # what is left runs in the loop's next step, if it has one
+                    self._outbox_posted = True
+                    self._loop.call_soon(self._take_outbox)
+                raise
+            except BaseException as error:
+                self._loop.call_exception_handler(
+                    {"message": f"Exception in callback {posted.callback!r}", "exception": error}
+                )
 
     def start_soon(self, function: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Start ``function()`` as a task of the runtime, ended (cancelled) when the holder is let go. Trio thread."""
@@ -278,7 +344,7 @@ class TrioRuntime:
 
     def _run(self, hold: Callable[[TrioRuntime], AbstractAsyncContextManager[_T]], entered: asyncio.Future[_T]) -> None:
         try:
-            trio.run(self._main, hold, entered)
+            trio.run(self._main, hold, entered, instruments=[_FlushBeforeWaiting(self)])
         except BaseException as error:
             ended: outcome.Outcome[None] = outcome.Error(error)
         else:
@@ -301,6 +367,7 @@ class TrioRuntime:
             operations.cancel_scope.cancel()
             while self._queued:  # asked for while the holder was being let go: never started
                 self.post(self._queued.popleft().deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
+        self._flush()  # the run may not wait for I/O again
         held.unwrap()  # out here, not in a nursery: raised as it was, never in an exception group
 
     async def _hold(
@@ -383,6 +450,27 @@ class TrioRuntime:
             failure = ended.error if isinstance(ended, outcome.Error) else None
             entered.set_exception(failure or WaveActorsError(f"{self._name} closed before it opened"))
         _settle(self._finished, ended)
+
+
+class _FlushBeforeWaiting(trio.abc.Instrument):
+    """Wakes the asyncio loop for what the batch just run posted, as trio is about to wait for I/O."""
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: TrioRuntime) -> None:
+        self._runtime = runtime
+
+    def before_io_wait(self, timeout: float) -> None:
+        self._runtime._flush()  # pyright: ignore[reportPrivateUsage]
+
+
+@attrs.frozen
+class _Posted:
+    """A callback posted to the asyncio thread, with its arguments and, if relayed, the context to run it in."""
+
+    callback: Callable[..., object]
+    args: tuple[object, ...]
+    context: contextvars.Context | None
 
 
 class _Call(Generic[_R, _T]):
