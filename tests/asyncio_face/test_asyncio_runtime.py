@@ -9,6 +9,8 @@ asked before a ``disconnect`` must reach its server first.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
@@ -133,3 +135,28 @@ def test_a_posted_callback_that_raises_goes_to_the_loop_and_the_ones_after_it_st
     ran, handled = run(main())
     assert ran == ["first", "third"]
     assert len(handled) == 1 and isinstance(handled[0], LookupError)
+
+
+def test_an_outcome_reaches_the_loop_while_the_trio_thread_never_runs_out_of_work(run: Run) -> None:
+    # Outcomes wait for trio to be about to sleep, but only so long: a trio side always busy cannot starve the loop.
+    async def main() -> float:
+        async with TrioRuntime.open(_nothing, name="busy") as (runtime, _):
+            stop = threading.Event()
+
+            async def busy() -> None:
+                with trio.move_on_after(3):  # unbounded holding would deliver only once this ends
+                    while not stop.is_set():
+                        await trio.lowlevel.checkpoint()  # always runnable: trio never waits for I/O meanwhile
+
+            async def start_busy() -> None:
+                runtime.start_soon(busy, name="busy")
+
+            started = time.monotonic()
+            try:
+                await runtime.run(start_busy)  # its outcome is ready while trio is busy already
+                await runtime.run(trio.lowlevel.checkpoint)
+                return time.monotonic() - started
+            finally:
+                stop.set()
+
+    assert run(main()) < 1.0
