@@ -34,7 +34,7 @@ def _arguments() -> argparse.Namespace:
         "--duration",
         type=float,
         default=None,
-        help="seconds of each race storm (default 30; --quick 5); with --soak, the soak's (3600)",
+        help="seconds of each race storm (default 20; --quick 5); with --soak, the soak's (3600)",
     )
     parser.add_argument("--seed", type=int, default=2026, help="random seed passed to every scenario")
     parser.add_argument(

@@ -49,7 +49,7 @@ TARGET = 1.05
 OPTIONS = (
     Option("sizes", str, "1,5,20", "1,5,20", "servers per session, comma-separated (the first is the baseline)"),
     Option("delays", str, "0,0.5", "0,0.5", "init_delay values, comma-separated"),
-    Option("repeats", int, 7, 1, "repeats per size and delay"),
+    Option("repeats", int, 5, 1, "repeats per size and delay"),
 )
 
 

@@ -48,7 +48,7 @@ OPEN_TARGET = 1.2
 MODES = ("open", "paused", "dial", "import")
 
 OPTIONS = (
-    Option("rounds", int, 7, 2, "rounds; each runs every mode once, in a fresh interpreter"),
+    Option("rounds", int, 5, 2, "rounds; each runs every mode once, in a fresh interpreter"),
     Option("pause", float, 3.0, 3.0, "seconds between Host.open and the first prepare_turn, mode paused"),
     Option("later_dials", int, 5, 3, "dials after the first turn, modes open and paused"),
 )

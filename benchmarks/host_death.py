@@ -53,8 +53,9 @@ SERVERS_PER_SESSION = 3
 LIMIT_S = 2.0  # R-KILL-7
 
 OPTIONS = (
-    Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on, per way of reclaiming (cgroup, tag)"),
-    Option("escaping_runs", int, 5, 1, "runs with an escaping daemon per server, per way of reclaiming"),
+    Option("runs", int, 20, 3, "SIGKILL runs with the watchdog on and a cgroup per family (the default way)"),
+    Option("tag_runs", int, 10, 2, "SIGKILL runs with the watchdog on and the tags alone (the way without cgroups)"),
+    Option("escaping_runs", int, 3, 1, "runs with an escaping daemon per server, per way of reclaiming"),
     Option("stopped_runs", int, 5, 1, "runs with the host stopped (SIGSTOP) before the SIGKILL"),
     Option("unguarded_runs", int, 3, 1, "runs with the watchdog off"),
     Option("replacement_runs", int, 10, 3, "runs killing the watchdog, then the host once it is replaced"),
@@ -320,7 +321,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     cases = (
         # label, runs, watchdog, SIGSTOP first, cgroups, escaping daemons
         ("SIGKILL, watchdog on, a cgroup per family", arguments.runs, True, False, True, False),
-        ("SIGKILL, watchdog on, tags alone", arguments.runs, True, False, False, False),
+        ("SIGKILL, watchdog on, tags alone", arguments.tag_runs, True, False, False, False),
         ("SIGKILL, escaping daemons too, a cgroup per family", arguments.escaping_runs, True, False, True, True),
         ("SIGKILL, escaping daemons too, tags alone", arguments.escaping_runs, True, False, False, True),
         ("SIGSTOP then SIGKILL, watchdog on", arguments.stopped_runs, True, True, True, False),

@@ -160,7 +160,7 @@ def ownership_choice(value: str) -> str:
 
 
 OPTIONS = (
-    Option("duration", float, 30.0, 5.0, "seconds of storm"),
+    Option("duration", float, 20.0, 5.0, "seconds of storm"),
     Option("sessions", int, 50, 12, "concurrent sessions"),
     Option("workers", int, 3, 3, "concurrent tasks issuing operations on each session"),
     Option("sample_interval", float, 0.02, 0.02, "seconds between process samples"),

@@ -74,18 +74,18 @@ HOPELESS_RUNS = 3
 """Runs of a case only a cgroup can reclaim (an escaping daemon) when reclaiming by tag: each waits 1 s in vain."""
 
 OPTIONS = (
-    Option("runs", int, 30, 4, "runs per single-server case whose servers exit on EOF"),
+    Option("runs", int, 20, 4, "runs per single-server case whose servers exit on EOF"),
     Option("eof_runs", int, 10, 2, "runs of the single-server case that ignores EOF (~0.5 s each)"),
-    Option("slow_runs", int, 10, 1, "runs of the single-server case that only SIGKILL ends (~1 s each)"),
+    Option("slow_runs", int, 6, 1, "runs of the single-server case that only SIGKILL ends (~1 s each)"),
     Option("multi_runs", int, 10, 2, "runs per 5-server case whose servers exit on EOF"),
-    Option("multi_slow_runs", int, 5, 1, "runs of the 5-server case that only SIGKILL ends (0: skip)"),
+    Option("multi_slow_runs", int, 3, 1, "runs of the 5-server case that only SIGKILL ends (0: skip)"),
     Option("mass_runs", int, 3, 1, "runs of the case destroying many sessions at once"),
     Option("mass_sessions", int, 50, 50, "sessions in that case"),
     Option("real_runs", int, 5, 0, "runs per real server (the SDK's, node's server-everything; 0: skip)"),
     Option(
         "sdk_runs",
         int,
-        16,
+        12,
         4,
         "pairs per server, side by side: destroy_session of a one-server session, then a bare SDK close (0: skip)",
     ),

@@ -54,7 +54,7 @@ MARK_VARIABLE = "WAVE_BENCH_ITERATION"
 KINDS = ("server", "grandchild", "setsid grandchild", "other")
 
 OPTIONS = (
-    Option("iterations", int, 12, 1, "iterations per driver"),
+    Option("iterations", int, 8, 1, "iterations per driver"),
     Option("dials", int, 8, 4, "dials per iteration"),
     Option("cancel_within", float, 0.3, 0.3, "each dial is abandoned at a uniform random moment in [0, this] s"),
     Option("settle", float, 0.5, 0.5, "seconds after an iteration before counting what is left"),

@@ -55,7 +55,7 @@ OPTIONS = (
     Option("projects", int, 200, 20, "projects in the cache"),
     Option("servers", int, 3, 3, "servers per project"),
     Option("tools", int, 260, 260, "tools each server lists (about 200 bytes each in the cache)"),
-    Option("runs", int, 10, 3, "create_session / write / turn rounds"),
+    Option("runs", int, 7, 3, "create_session / write / turn rounds"),
 )
 
 Servers = Mapping[str, Mapping[str, object]]
