@@ -34,29 +34,34 @@ is the exception: it is called in the trio thread, synchronously.
 Why a thread and not trio's guest mode, measured (``python -m
 benchmarks.asyncio_face``; echo over stdio to the stdlib fault server, one
 server per side, sides taking turns, medians of 7 rounds of 1000 calls, one
-first ``prepare_turn`` per side a round; a 2-core machine shared with a test
-run, so the ratios, taken per round, are what to read):
+first ``prepare_turn`` per side a round; a quiet 2-core machine; the ratios,
+taken per round, are what to read):
 
 ====================  ===========  ===========  ===============  ===================================
 way, loop             latency µs   calls/s, 10  first            a 0.3 s call, tool timeout 0.6 s,
                       (ratio)      in flight    prepare_turn     loop blocked 1 s
                                    (ratio)      ms (ratio)
 ====================  ===========  ===========  ===============  ===================================
-trio alone            293 (1.00)   2900 (1.00)  27.4 (1.00)      (no loop to block)
-thread, asyncio       473 (1.56)   1329 (0.50)  28.5 (1.03)      the result, at 1.0 s
-guest run, asyncio    591 (1.96)   2114 (0.63)  28.5 (1.06)      ToolTimeout (spurious), at 1.0 s
-thread, uvloop        464 (1.63)   1825 (0.61)  29.0 (1.06)      the result, at 1.0 s
-guest run, uvloop     542 (1.73)   2217 (0.68)  29.5 (1.05)      ToolTimeout (spurious), at 1.0 s
+trio alone            219 (1.00)   6157 (1.00)  29.9 (1.00)      (no loop to block)
+thread, asyncio       404 (1.76)   5794 (1.06)  30.7 (1.05)      the result, at 1.0 s
+guest run, asyncio    457 (2.10)   5840 (1.08)  31.2 (1.08)      ToolTimeout (spurious), at 1.0 s
+thread, uvloop        363 (1.64)   6225 (0.99)  30.2 (1.03)      the result, at 1.0 s
+guest run, uvloop     434 (1.97)   5963 (1.06)  30.9 (1.06)      ToolTimeout (spurious), at 1.0 s
 ====================  ===========  ===========  ===============  ===================================
 
-On the same machine under heavier load the thread measured latency ratios of
-1.10 to 1.36 and calls/s ratios of 0.65 to 1.58: the hand-offs cost a
-fixed 100 to 180 µs a call whichever way, which weighs more the faster the
-trio path is. Per stage, for a call (``perf_counter`` in both threads): the
-request reaching the trio thread 34 µs, to the operation's first step 13,
-the outcome reaching the loop 23, the caller resuming 18 (3 to 9 under
-uvloop). A guest run pays the same two cross-thread wake-ups (it waits for
-I/O in a thread of trio's), and dearer. What decides is the blocked loop: a
+The calls/s ratios move with the machine's load between runs of the same
+tree (0.7 to 1.1); the latency ratios less (1.3 to 1.8). A call through the
+face costs a fixed 150 to 190 µs more than through trio, which weighs more
+the faster the trio path is. Where it goes, measured without a server (an
+operation that only checkpoints, there and back): 110 to 120 µs a round trip
+with one in flight, about 100 µs of it CPU spent waking the other thread
+twice (system calls, and the interpreter lock changing hands); 25 µs an
+operation with ten in flight, since the hand-offs go in batches. So with
+ten calls in flight the face costs about 50 µs of CPU a call over trio's
+100 (it cost 130 before the batching), and a single call cannot come within
+1.2x of a 220 µs trio call on this machine by any way that crosses threads.
+A guest run pays the same two cross-thread wake-ups (it waits for I/O in a
+thread of trio's), and dearer. What decides is the blocked loop: a
 guest run stops whenever the loop does, so a host loop blocked for a second
 freezes every call, every reclamation grace and every deadline with it, and
 a call the server answered in time fails as timed out, or not, depending on
