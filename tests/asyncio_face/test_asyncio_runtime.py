@@ -18,6 +18,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from wave_actors import WaveActorsError
 from wave_actors._asyncio.runtime import RuntimeClosed, TrioRuntime
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -56,17 +57,23 @@ def test_operations_asked_for_in_one_step_take_their_first_step_in_that_order(ru
 
 
 def test_an_operation_asked_for_after_the_holder_was_let_go_is_refused(run: Run) -> None:
-    async def main() -> None:
+    # Every request: the first refusal must not leave the next one waiting for a taking that never comes.
+    async def main() -> list[bool]:
         async with TrioRuntime.open(_nothing, name="refusing") as (runtime, _):
             held = runtime
-        try:
-            await held.run(trio.lowlevel.checkpoint)
-        except RuntimeClosed as error:
-            assert "refusing is closed" in str(error)
-        else:
-            raise AssertionError("an operation ran after the runtime had ended")
+        accepted = [held.request(lambda: None) for _ in range(3)]
+        if any(accepted):  # an operation asked for now would wait forever
+            return accepted
+        for _ in range(3):
+            try:
+                await held.run(trio.lowlevel.checkpoint)
+            except RuntimeClosed as error:
+                assert "refusing is closed" in str(error)
+            else:
+                raise AssertionError("an operation ran after the runtime had ended")
+        return accepted
 
-    run(main())
+    assert run(main()) == [False, False, False]
 
 
 class _CountingLoop:
@@ -160,3 +167,24 @@ def test_an_outcome_reaches_the_loop_while_the_trio_thread_never_runs_out_of_wor
                 stop.set()
 
     assert run(main()) < 1.0
+
+
+def test_operations_asked_for_as_the_runtime_closes_each_get_an_outcome(run: Run) -> None:
+    # Asked in the same loop step as the release: each runs, is refused, or is ended by the close; none is left waiting.
+    async def main() -> list[str]:
+        seen: list[str] = []
+        for _ in range(20):
+            async with TrioRuntime.open(_nothing, name="closing") as (runtime, _):
+                asked = [asyncio.ensure_future(runtime.run(trio.lowlevel.checkpoint)) for _ in range(5)]
+                releasing = asyncio.ensure_future(runtime.release())
+                asked += [asyncio.ensure_future(runtime.run(trio.lowlevel.checkpoint)) for _ in range(5)]
+                _, pending = await asyncio.wait([*asked, releasing], timeout=5)
+                assert not pending, f"{len(pending)} operation(s) never got an outcome"
+                for task in asked:
+                    error = task.exception()
+                    assert error is None or isinstance(error, WaveActorsError), error
+                    seen.append("ran" if error is None else type(error).__name__)
+        return seen
+
+    seen = run(main())
+    assert len(seen) == 200

@@ -169,7 +169,7 @@ class TrioRuntime:
     # asyncio -> trio
 
     def request(self, callback: Callable[[], object]) -> bool:
-        """Run ``callback()`` soon in the trio thread; ``False`` if the run is over (or not started). Any thread.
+        """Run ``callback()`` soon in the trio thread; ``False`` if the run is over (or not started). Asyncio thread.
 
         Callbacks run in the order they were requested. Those requested
         before the trio thread takes them share one wake-up of it (one
@@ -181,11 +181,16 @@ class TrioRuntime:
             return False
         self._inbox.append(callback)
         if self._inbox_posted:
-            return True  # a taking is on its way and clears the flag before it takes: it takes this one too
+            # A taking is on its way (trio runs every callback the token accepted, even as its run
+            # ends) and clears the flag before it takes: it takes this one too.
+            return True
         self._inbox_posted = True
         try:
             token.run_sync_soon(self._take_inbox)
         except trio.RunFinishedError:
+            # Over: so is every request from now on (the flag stays set, and nothing would take them).
+            self._token = None
+            self._inbox.clear()
             return False
         return True
 
@@ -272,7 +277,7 @@ class TrioRuntime:
         self._outbox.append(posted)
         return True
 
-    def _flush(self, timeout: float = 1.0) -> None:
+    def _flush(self, timeout: float) -> None:
         """Trio thread, as trio is about to wait for I/O: wake the loop to take what was posted, unless it is woken already.
 
         While trio has tasks to run (``timeout`` 0) what was posted is held,
@@ -370,6 +375,11 @@ class TrioRuntime:
         else:
             ended = outcome.Value(None)
         try:
+            if self._outbox and not self._outbox_posted:
+                # Posted by the run's last steps (an operation refused by the token's last callbacks),
+                # after trio's last wait for I/O: sent now, before the end, or its caller would wait forever.
+                self._outbox_posted = True
+                self._loop.call_soon_threadsafe(self._take_outbox)
             self._loop.call_soon_threadsafe(self._ended, ended, entered)
         except RuntimeError:
             pass  # the loop is closed: nobody is waiting
@@ -387,7 +397,6 @@ class TrioRuntime:
             operations.cancel_scope.cancel()
             while self._queued:  # asked for while the holder was being let go: never started
                 self.post(self._queued.popleft().deliver, outcome.Error(RuntimeClosed(f"{self._name} is closed")))
-        self._flush()  # the run may not wait for I/O again
         held.unwrap()  # out here, not in a nursery: raised as it was, never in an exception group
 
     async def _hold(
