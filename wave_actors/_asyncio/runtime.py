@@ -10,10 +10,11 @@ task of the runtime's nursery, its outcome handed back by
 the hand-off across the threads. The hand-offs go in batches, each way one
 wake-up of the other thread for all that is ready: what one step of the loop
 asked for (:meth:`TrioRuntime.request`), and what one trio batch handed back,
-sent as trio is about to wait for I/O (:meth:`TrioRuntime.post`). Each
-wake-up is a system call, and a woken thread takes the interpreter lock at
-the other's next system call; with ten calls in flight, one at a time cost
-the face a quarter of its calls per second.
+sent as trio is about to wait for I/O, or after :data:`HOLD_LIMIT` while it
+stays busy (:meth:`TrioRuntime.post`). Each wake-up is a system call, and a
+woken thread takes the interpreter lock at the other's next system call;
+with ten calls in flight, one at a time cost the face about a third of its
+calls per second.
 Operations take their first step in the order they were asked for, so a
 ``connect`` asked before a ``disconnect`` reaches its server first, as two
 trio tasks calling them in turn would (R-RACE-3). Trio runs the tasks of one
@@ -104,8 +105,8 @@ class TrioRuntime:
         self._token: trio.lowlevel.TrioToken | None = None
         self._operations: trio.Nursery | None = None
         self._held = trio.CancelScope()
-        self._inbox: deque[Callable[[], object]] = deque()  # any thread appends; the trio thread takes
-        self._inbox_posted = False  # set by who posts the taking, cleared by the trio thread as it takes
+        self._inbox: deque[Callable[[], object]] = deque()  # the asyncio thread appends; the trio thread takes
+        self._inbox_posted = False  # set by the asyncio thread as it posts the taking, cleared by the trio thread
         self._outbox: deque[_Posted] = deque()  # the trio thread appends; the asyncio thread takes
         self._outbox_posted = False  # set by the trio thread as it posts the taking, cleared by the asyncio thread
         self._outbox_since = 0.0  # trio thread: when the oldest callback not yet sent was posted
@@ -259,11 +260,12 @@ class TrioRuntime:
         """Run ``callback(*args)`` soon in the asyncio thread; ``False`` if the loop is closed. Trio thread.
 
         Callbacks run in the order they were posted (relayed ones among
-        them). The loop is woken once for all that a trio batch posted, as
-        trio is about to wait for I/O (:meth:`_flush`): the outcomes of ten
-        calls answered in one batch wake it once, and never while the
-        batch still runs, so the two threads do not take the interpreter
-        from each other at every system call of the batch. A closed loop is a
+        them). The loop is woken once for all that was posted, as trio is
+        about to wait for I/O, or once :data:`HOLD_LIMIT` has passed while
+        trio stays busy (:meth:`_flush`): the outcomes of ten calls answered
+        in one batch wake it once, and not while trio has tasks to run, so
+        the two threads do not take the interpreter from each other at every
+        system call of those tasks. A closed loop is a
         loop gone: the holder is let go at once.
         """
         return self._post(_Posted(callback, args, None))
