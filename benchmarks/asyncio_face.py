@@ -11,7 +11,16 @@ server per side, in one process:
 - ``guest (asyncio)``, ``guest (uvloop)``: the other way, measured here only:
   the trio session run as a guest of the loop
   (``trio.lowlevel.start_guest_run``), each call a task started through the
-  trio token and answered through a future of the loop.
+  trio token and answered through a future of the loop;
+- ``selector guest (asyncio)``, ``selector guest (uvloop)``: a guest run that
+  crosses no thread at all, measured here only, to show what running trio in
+  the loop's own thread could at best give: trio waits for I/O in a thread of
+  its own even as a guest, and here that wait is replaced, in this side's loop
+  thread only, by the loop watching trio's epoll descriptor (``add_reader``)
+  and a timer. It reaches into trio's private guest machinery
+  (``trio._core._run.start_thread_soon``, the timeout in its callback's
+  closure), which is why it is a measurement and not a way to ship; with a
+  trio whose internals differ its rows say so and the rest runs.
 
 Each round makes ``--calls`` sequential calls per side, side after side
 (rotating who goes first), then a concurrent batch per side (``--concurrency``
@@ -20,6 +29,15 @@ side, each on a fresh session, sides taking turns; ratios to the trio side are t
 reported. Once, per asyncio side: a call of ``sleep 0.3`` on a server with
 ``tool_timeout_ms`` 600, during which the loop is blocked for
 ``--block`` seconds (``time.sleep`` in a callback): what the caller gets, and when.
+
+Each round, per loop, after the calls: the floor of any way that runs trio
+in a thread of its own, a bare hand-off there and back with no server and
+none of the library (``TrioToken.run_sync_soon`` one way,
+``call_soon_threadsafe`` the other), as a round trip in µs and as a share of
+the trio face's call latency in that round. It has two values, not one
+spread: about 20 µs when the kernel runs the two threads on one core, 50 to
+65 when it wakes each on the other (an idle core of this virtual machine
+takes ~25 µs to wake); the table shows both ends.
 
 Targets (the face as shipped, each loop): call latency at most 1.2x the
 trio face's, calls/s with 10 in flight at least 0.8x, first ``prepare_turn``
@@ -30,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
 import tempfile
 import threading
@@ -61,7 +80,8 @@ OPTIONS = (
     Option("turns", int, 3, 1, "first prepare_turns per side per round (each on a fresh session; their median counts)"),
     Option("block", float, 1.0, 1.0, "seconds the loop is blocked in the blocked-loop check"),
     Option("loops", str, "asyncio,uvloop", "asyncio,uvloop", "asyncio loops to measure (uvloop only if installed)"),
-    Option("guest", str, "yes", "yes", "measure trio's guest mode as well: yes or no"),
+    Option("guest", str, "yes", "yes", "measure trio's guest mode (both ways) as well: yes or no"),
+    Option("floor", int, 1000, 300, "round trips of the bare two-thread hand-off, per loop per round"),
 )
 
 _T = TypeVar("_T")
@@ -80,8 +100,8 @@ class LoopThread:
         else:
             self.loop = asyncio.new_event_loop()
         self.kind = kind
-        self._thread = threading.Thread(target=self._run, name=f"benchmark {kind} loop")
-        self._thread.start()
+        self.thread = threading.Thread(target=self._run, name=f"benchmark {kind} loop")
+        self.thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -94,7 +114,7 @@ class LoopThread:
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
+        self.thread.join()
         self.loop.close()
 
 
@@ -168,6 +188,126 @@ class GuestSession:
         return await self.run(lambda session: session.call_tool("mcp__f__echo", ARGUMENTS))
 
 
+class SelectorWaits:
+    """Guest runs whose blocking waits for I/O are their loop's selector, in the chosen loop threads only.
+
+    A guest run's tick asks trio's thread cache to wait for I/O
+    (``start_thread_soon(get_events, deliver)``) whenever trio would block;
+    here, in a registered thread, that wait becomes the running loop
+    watching trio's epoll descriptor, with a timer for trio's timeout, and
+    ``deliver`` is called from the loop with what a non-blocking
+    ``get_events`` finds. Private trio internals: :meth:`install` says
+    whether this trio has them.
+    """
+
+    def __init__(self) -> None:
+        self.threads: set[threading.Thread] = set()
+        self._original: Any = None
+
+    def install(self) -> str | None:
+        """Patch trio (once); ``None`` if done, else why this trio cannot be measured this way."""
+        if self._original is not None:
+            return None
+        if not sys.platform.startswith("linux"):
+            return "not measurable here: it watches trio's epoll descriptor, which only Linux has"
+        try:
+            import trio._core._run as run_module  # pyright: ignore[reportPrivateUsage]
+
+            original = run_module.start_thread_soon
+            run_module.GLOBAL_RUN_CONTEXT  # noqa: B018  # the thread-local that holds the running guest's runner
+            inner = [
+                code
+                for code in run_module.GuestState.guest_tick.__code__.co_consts
+                if getattr(code, "co_name", None) == "get_events"
+            ]
+        except (ImportError, AttributeError) as error:
+            return f"not measurable with trio {trio.__version__}: {error}"
+        if len(inner) != 1 or "timeout" not in inner[0].co_freevars:
+            return f"not measurable with trio {trio.__version__}: its guest tick waits for I/O in another way"
+        self._original = original
+        waits = self
+
+        def start_thread_soon(fn: Callable[[], Any], deliver: Callable[[Any], None], name: str | None = None) -> None:
+            if threading.current_thread() not in waits.threads:
+                original(fn, deliver, name)
+                return
+            waits.wait_in_selector(run_module, fn, deliver)
+
+        run_module.start_thread_soon = start_thread_soon
+        return None
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            import trio._core._run as run_module  # pyright: ignore[reportPrivateUsage]
+
+            run_module.start_thread_soon = self._original
+            self._original = None
+
+    @staticmethod
+    def wait_in_selector(run_module: Any, fn: Callable[[], Any], deliver: Callable[[Any], None]) -> None:
+        runner = run_module.GLOBAL_RUN_CONTEXT.runner
+        loop = asyncio.get_running_loop()
+        descriptor = runner.io_manager._epoll.fileno()
+        timeout = fn.__closure__[fn.__code__.co_freevars.index("timeout")].cell_contents
+        waiting = True
+
+        def ready() -> None:
+            nonlocal waiting
+            if not waiting:
+                return
+            waiting = False
+            loop.remove_reader(descriptor)
+            timer.cancel()
+            deliver(outcome.capture(runner.io_manager.get_events, 0))
+
+        loop.add_reader(descriptor, ready)
+        timer = loop.call_later(timeout, ready)
+
+
+SELECTOR_WAITS = SelectorWaits()
+
+
+def bare_round_trip(round_trips: int) -> Coroutine[Any, Any, float]:
+    """The median µs of a hand-off to a bare trio thread and back: ``run_sync_soon``, then ``call_soon_threadsafe``."""
+
+    async def measure() -> float:
+        loop = asyncio.get_running_loop()
+        started = threading.Event()
+        tokens: list[trio.lowlevel.TrioToken] = []
+        stop = threading.Event()
+
+        async def trio_main() -> None:
+            tokens.append(trio.lowlevel.current_trio_token())
+            started.set()
+            while not stop.is_set():
+                await trio.sleep(0.05)
+
+        thread = threading.Thread(target=trio.run, args=(trio_main,), name="benchmark bare trio")
+        thread.start()
+        started.wait()
+        token = tokens[0]
+        try:
+
+            def there_and_back() -> asyncio.Future[None]:
+                future: asyncio.Future[None] = loop.create_future()
+                token.run_sync_soon(loop.call_soon_threadsafe, future.set_result, None)
+                return future
+
+            for _ in range(min(500, round_trips)):
+                await there_and_back()
+            times: list[float] = []
+            for _ in range(round_trips):
+                before = time.perf_counter_ns()
+                await there_and_back()
+                times.append((time.perf_counter_ns() - before) / 1e3)
+            return statistics.median(times)
+        finally:
+            stop.set()
+            thread.join()
+
+    return measure()
+
+
 # One side: how it opens a session and makes a call, in its own loop.
 
 
@@ -184,7 +324,12 @@ class Side:
             return open_session(workdir=workdir, home=workdir / "home", mcp_servers={"f": entry})
         if self.way == "thread":
             return wave_asyncio.open_session(workdir=workdir, home=workdir / "home", mcp_servers={"f": entry})
-        return GuestSession.open(workdir, entry)
+        return GuestSession.open(workdir, entry)  # "guest" and "selector" alike: the loop thread decides
+
+    @property
+    def guest(self) -> bool:
+        """A guest run (either way), driven through :class:`GuestSession`."""
+        return self.way in ("guest", "selector")
 
     async def within(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coroutine`` in this side's loop (trio's own for the baseline)."""
@@ -195,7 +340,7 @@ class Side:
     async def open(self, workdir: Path, entry: dict[str, object]) -> None:
         async def enter() -> None:
             held = await self._stack.enter_async_context(self.opener(workdir, entry))
-            if self.way == "guest":
+            if self.guest:
                 self.call = held.call
                 await held.run(lambda session: session.prepare_turn())
             else:
@@ -252,7 +397,7 @@ class Side:
         async def measure() -> float:
             async with self.opener(workdir, entry) as held:
                 started = time.perf_counter()
-                if self.way == "guest":
+                if self.guest:
                     await held.run(lambda session: session.prepare_turn())
                 else:
                     await held.prepare_turn()
@@ -266,7 +411,7 @@ class Side:
 
         async def measure() -> str:
             async with self.opener(workdir, entry) as held:
-                if self.way == "guest":
+                if self.guest:
                     await held.run(lambda session: session.prepare_turn())
 
                     def call() -> Awaitable[object]:
@@ -306,11 +451,25 @@ def _sides(arguments: argparse.Namespace) -> tuple[list[Side], list[LoopThread]]
         sides.append(Side(f"thread ({kind})", loop, "thread"))
         if arguments.guest == "yes":
             sides.append(Side(f"guest ({kind})", loop, "guest"))
+            unavailable = SELECTOR_WAITS.install()
+            if unavailable is not None:
+                print(
+                    f"asyncio_face: a selector guest is {unavailable}; its rows are left out",
+                    file=sys.stderr,
+                )
+            else:
+                # A loop thread of its own: one thread holds one trio run, and this one's waits are the loop's.
+                selector_loop = LoopThread(kind)
+                loops.append(selector_loop)
+                SELECTOR_WAITS.threads.add(selector_loop.thread)
+                sides.append(Side(f"selector guest ({kind})", selector_loop, "selector"))
     return sides, loops
 
 
 async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     sides, loops = _sides(arguments)
+    floors: dict[str, list[float]] = {}
+    floor_ratios: dict[str, list[float]] = {}
     latencies: dict[str, list[float]] = {side.name: [] for side in sides}
     latency_ratios: dict[str, list[float]] = {side.name: [] for side in sides}
     throughputs: dict[str, list[float]] = {side.name: [] for side in sides}
@@ -335,6 +494,11 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
                         values = await side.sequential(arguments.calls)
                         latencies[side.name] += values
                         medians[side.name] = median(values)
+                    for side in order:  # the floor, in the same conditions as the calls just measured
+                        if side.way == "thread" and side.loop is not None:
+                            floor = await side.within(bare_round_trip(arguments.floor))
+                            floors.setdefault(side.loop.kind, []).append(floor)
+                            floor_ratios.setdefault(side.loop.kind, []).append(ratio(floor, medians["trio"]))
                     rates: dict[str, float] = {}
                     for side in order:
                         rates[side.name] = await side.concurrent(arguments.calls, arguments.concurrency)
@@ -363,6 +527,7 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
     finally:
         for loop in loops:
             loop.close()
+        SELECTOR_WAITS.uninstall()
     return _outcome(
         arguments,
         sides,
@@ -373,6 +538,8 @@ async def run(arguments: argparse.Namespace, progress: Progress) -> Outcome:
         first_turns,
         first_turn_ratios,
         blocked,
+        floors,
+        floor_ratios,
     )
 
 
@@ -386,6 +553,8 @@ def _outcome(
     first_turns: dict[str, list[float]],
     first_turn_ratios: dict[str, list[float]],
     blocked: dict[str, str],
+    floors: dict[str, list[float]],
+    floor_ratios: dict[str, list[float]],
 ) -> Outcome:
     result = Outcome()
     table = Table(
@@ -414,6 +583,24 @@ def _outcome(
             blocked.get(side.name, "(no loop to block)"),
         )
     result.tables.append(table)
+    floor_table = Table(
+        "the floor of a trio thread: a bare hand-off there and back (run_sync_soon, call_soon_threadsafe), "
+        "no server, measured each round after the calls; medians",
+        ["loop", "round trip µs", "fewest, most", "share of a trio face call", "fewest, most"],
+    )
+    for kind, values in floors.items():
+        shares = floor_ratios[kind]
+        share = median(shares)
+        floor_table.add(
+            kind,
+            median(values),
+            f"{min(values):.1f}, {max(values):.1f}",
+            share,
+            f"{min(shares):.2f}, {max(shares):.2f}",
+        )
+        result.headlines.append(info(f"bare two-thread hand-off ({kind}) / trio call latency", share))
+    if floors:
+        result.tables.append(floor_table)
     for side in sides[1:]:
         if side.way == "thread":
             result.headlines += [
@@ -443,6 +630,8 @@ def _outcome(
         "first_turn_seconds": first_turns,
         "first_turn_ratios": first_turn_ratios,
         "blocked_loop": blocked,
+        "bare_round_trip_us": floors,
+        "bare_round_trip_ratios": floor_ratios,
     }
     return result
 

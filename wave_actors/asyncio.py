@@ -33,41 +33,60 @@ is the exception: it is called in the trio thread, synchronously.
 
 Why a thread and not trio's guest mode, measured (``python -m
 benchmarks.asyncio_face``; echo over stdio to the stdlib fault server, one
-server per side, sides taking turns, medians of 7 rounds of 1000 calls, one
-first ``prepare_turn`` per side a round; a quiet 2-core machine; the ratios,
-taken per round, are what to read):
+server per side, in one process, sides taking turns, medians of 7 rounds of
+1000 calls, one first ``prepare_turn`` per side a round; a quiet 2-core
+machine; the ratios, taken per round, are what to read):
 
-====================  ===========  ===========  ===============  ===================================
-way, loop             latency µs   calls/s, 10  first            a 0.3 s call, tool timeout 0.6 s,
-                      (ratio)      in flight    prepare_turn     loop blocked 1 s
-                                   (ratio)      ms (ratio)
-====================  ===========  ===========  ===============  ===================================
-trio alone            219 (1.00)   6157 (1.00)  29.9 (1.00)      (no loop to block)
-thread, asyncio       404 (1.76)   5794 (1.06)  30.7 (1.05)      the result, at 1.0 s
-guest run, asyncio    457 (2.10)   5840 (1.08)  31.2 (1.08)      ToolTimeout (spurious), at 1.0 s
-thread, uvloop        363 (1.64)   6225 (0.99)  30.2 (1.03)      the result, at 1.0 s
-guest run, uvloop     434 (1.97)   5963 (1.06)  30.9 (1.06)      ToolTimeout (spurious), at 1.0 s
-====================  ===========  ===========  ===============  ===================================
+========================  ===========  ===========  ============  ===================================
+way, loop                 latency µs   calls/s, 10  first         a 0.3 s call, tool timeout 0.6 s,
+                          (ratio)      in flight    prepare_turn  loop blocked 1 s
+                                       (ratio)      ms (ratio)
+========================  ===========  ===========  ============  ===================================
+trio alone                197 (1.00)   6915 (1.00)  24.6 (1.00)   (no loop to block)
+thread, asyncio           338 (1.72)   6765 (0.97)  24.5 (1.01)   the result, at 1.0 s
+guest run, asyncio        394 (2.04)   6486 (0.93)  25.4 (1.02)   ToolTimeout (spurious), at 1.0 s
+selector guest, asyncio   322 (1.64)   6635 (0.94)  25.7 (1.04)   ToolTimeout (spurious), at 1.0 s
+thread, uvloop            318 (1.60)   6522 (0.97)  25.0 (1.01)   the result, at 1.0 s
+guest run, uvloop         372 (1.89)   6695 (0.98)  24.8 (1.02)   ToolTimeout (spurious), at 1.0 s
+selector guest, uvloop    294 (1.50)   6817 (1.11)  25.4 (1.01)   ToolTimeout (spurious), at 1.0 s
+========================  ===========  ===========  ============  ===================================
 
-The calls/s ratios move with the machine's load between runs of the same
-tree (0.7 to 1.1); the latency ratios less (1.3 to 1.8). A call through the
-face costs a fixed 150 to 190 µs more than through trio, which weighs more
-the faster the trio path is. Where it goes, measured without a server (an
-operation that only checkpoints, there and back): 110 to 120 µs a round trip
-with one in flight, about 100 µs of it CPU spent waking the other thread
-twice (system calls, and the interpreter lock changing hands); 25 µs an
-operation with ten in flight, since the hand-offs go in batches. So with
-ten calls in flight the face costs about 50 µs of CPU a call over trio's
-100 (it cost 130 before the batching), and a single call cannot come within
-1.2x of a 220 µs trio call on this machine by any way that crosses threads.
-A guest run pays the same two cross-thread wake-ups (it waits for I/O in a
-thread of trio's), and dearer. What decides is the blocked loop: a
-guest run stops whenever the loop does, so a host loop blocked for a second
-freezes every call, every reclamation grace and every deadline with it, and
-a call the server answered in time fails as timed out, or not, depending on
-whether trio sees the deadline or the answer first once the loop is back. A
-trio thread keeps the servers' pipes drained, deadlines true and reclamation
-going whatever the loop does, the same with the standard loop and uvloop.
+"Guest run" is ``trio.lowlevel.start_guest_run``: trio still waits for I/O
+in a thread of its own and hands each wake-up to the loop, so every wait
+crosses threads twice. A "selector guest" crosses no thread at all:
+the guest's waits are the loop watching trio's epoll descriptor. It is the
+best a trio run inside the loop's thread could do, and it is measured, not
+offered: trio's public API has no such mode (the benchmark reaches into
+trio's private guest machinery for it).
+
+No way reaches 1.2x on this machine. What crossing threads costs, measured
+with nothing of this library (a bare hand-off to a trio thread and back,
+``run_sync_soon`` one way, ``call_soon_threadsafe`` the other, no server):
+21 µs when the kernel runs the two threads on one core, 70 to 75 when on
+two (both pinned either way; left to the kernel, it is nearly always two,
+since it wakes a thread on an idle core, and an idle core of this virtual
+machine takes ~25 µs to wake). That is 0.11 or 0.35 of a trio call; the
+benchmark measures it each round. Beyond it the face's own hand-off costs
+~20 µs a round trip (an operation that only checkpoints: 92 to 107 µs
+against the bare 70 to 86), and the trio thread's two waits for I/O a call
+(for the request, then the answer) take 35 µs of CPU each, against 14 for
+trio's one (thread CPU time around trio's waits). With the loop's thread
+and the trio thread pinned to one core and the server on the other, the
+face measured 1.33 to 1.41; the library does not pin a host's threads. The
+calls/s ratios move with the machine's load between runs of the same tree
+(0.83 to 1.06 over seven runs, either loop); the latency ratios less (1.52
+to 1.80 for the thread). With ten calls in flight the hand-offs go in
+batches (25 µs an operation against 110 µs for one alone), which is why
+throughput keeps up where latency does not.
+
+What decides is the blocked loop: a guest run of either kind stops whenever
+the loop does, so a host loop blocked for a second freezes every call,
+every reclamation grace and every deadline with it, and a call the server
+answered in time fails as timed out, or not, depending on whether trio sees
+the deadline or the answer first once the loop is back. A trio thread keeps
+the servers' pipes drained, deadlines true and reclamation going whatever
+the loop does, the same with the standard loop and uvloop, for 0.1 more of
+latency than the best a guest could do.
 
 Endings. Leaving ``async with Host.open()`` destroys every session and
 returns once every process is gone; a cancellation (``asyncio.run``
