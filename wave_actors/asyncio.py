@@ -69,13 +69,14 @@ machine takes ~25 µs to wake). That is 0.11 or 0.35 of a trio call; the
 benchmark measures it each round. Beyond it the face's own hand-off costs
 ~20 µs a round trip (an operation that only checkpoints: 92 to 107 µs
 against the bare 70 to 86), and the trio thread's two waits for I/O a call
-(for the request, then the answer) take 35 µs of CPU each, against 14 for
-trio's one (thread CPU time around trio's waits). With the loop's thread
-and the trio thread pinned to one core and the server on the other, the
-face measured 1.33 to 1.41; the library does not pin a host's threads. The
+(for the request, then the answer) take 35 to 48 µs of CPU each, against
+12 to 19 for trio's one (thread CPU time around trio's waits). With the
+loop's thread and the trio thread pinned to one core and the server on the
+other, the face measured 1.33 to 1.41; the library does not pin a host's
+threads. The
 calls/s ratios move with the machine's load between runs of the same tree
-(0.83 to 1.06 over seven runs, either loop); the latency ratios less (1.52
-to 1.80 for the thread). With ten calls in flight the hand-offs go in
+(0.83 to 1.06 over six full runs, either loop); the latency ratios less
+(1.56 to 1.80 for the thread). With ten calls in flight the hand-offs go in
 batches (25 µs an operation against 110 µs for one alone), which is why
 throughput keeps up where latency does not.
 
