@@ -48,12 +48,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import importlib.util
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,7 +66,7 @@ import trio
 import wave_actors.asyncio as wave_asyncio
 from benchmarks.report import Progress, Table, at_least, at_most, info, median, ratio
 from benchmarks.scenario import Option, Outcome, main
-from wave_actors import WaveActorsError, open_session
+from wave_actors import Session, WaveActorsError, open_session
 from wave_actors.testing import fault_server_entry
 
 NAME = "asyncio_face"
@@ -125,14 +127,14 @@ class GuestSession:
     """A trio session run by ``trio.lowlevel.start_guest_run`` on the running asyncio loop."""
 
     def __init__(self) -> None:
-        self._session: Any = None
+        self._session: Session | None = None
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, workdir: Path, entry: dict[str, object]) -> AsyncIterator[GuestSession]:
+    async def open(cls, workdir: Path, entry: dict[str, object]) -> AsyncGenerator[GuestSession, None]:
         loop = asyncio.get_running_loop()
         guest = cls()
         ready: asyncio.Future[None] = loop.create_future()
@@ -169,12 +171,12 @@ class GuestSession:
                 guest._token.run_sync_soon(guest._stop.set)
             (await done).unwrap()
 
-    async def run(self, function: Callable[[Any], Awaitable[_T]]) -> _T:
+    async def run(self, function: Callable[[Session], Awaitable[_T]]) -> _T:
         """``function(session)`` as a trio task of the guest run, its outcome handed back through a future."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[outcome.Outcome[_T]] = loop.create_future()
         session, nursery, token = self._session, self._nursery, self._token
-        assert nursery is not None and token is not None
+        assert session is not None and nursery is not None and token is not None
 
         async def task() -> None:
             result = await outcome.acapture(function, session)
@@ -211,8 +213,7 @@ class SelectorWaits:
         if not sys.platform.startswith("linux"):
             return "not measurable here: it watches trio's epoll descriptor, which only Linux has"
         try:
-            import trio._core._run as run_module  # pyright: ignore[reportPrivateUsage]
-
+            run_module: Any = importlib.import_module("trio._core._run")
             original = run_module.start_thread_soon
             run_module.GLOBAL_RUN_CONTEXT  # noqa: B018  # the thread-local that holds the running guest's runner
             inner = [
@@ -238,8 +239,7 @@ class SelectorWaits:
 
     def uninstall(self) -> None:
         if self._original is not None:
-            import trio._core._run as run_module  # pyright: ignore[reportPrivateUsage]
-
+            run_module: Any = importlib.import_module("trio._core._run")
             run_module.start_thread_soon = self._original
             self._original = None
 
@@ -248,7 +248,9 @@ class SelectorWaits:
         runner = run_module.GLOBAL_RUN_CONTEXT.runner
         loop = asyncio.get_running_loop()
         descriptor = runner.io_manager._epoll.fileno()
-        timeout = fn.__closure__[fn.__code__.co_freevars.index("timeout")].cell_contents
+        closure = fn.__closure__
+        assert closure is not None  # install() saw the cell
+        timeout: float = closure[fn.__code__.co_freevars.index("timeout")].cell_contents
         waiting = True
 
         def ready() -> None:
@@ -440,12 +442,9 @@ def _sides(arguments: argparse.Namespace) -> tuple[list[Side], list[LoopThread]]
     loops: list[LoopThread] = []
     sides = [Side("trio", None, "trio")]
     for kind in [name for name in arguments.loops.split(",") if name]:
-        if kind == "uvloop":
-            try:
-                import uvloop  # noqa: F401
-            except ImportError:
-                print("asyncio_face: uvloop is not installed; its rows are left out", file=sys.stderr)
-                continue
+        if kind == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            print("asyncio_face: uvloop is not installed; its rows are left out", file=sys.stderr)
+            continue
         loop = LoopThread(kind)
         loops.append(loop)
         sides.append(Side(f"thread ({kind})", loop, "thread"))
