@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import importlib.util
 import statistics
 import sys

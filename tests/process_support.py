@@ -6,6 +6,7 @@ Shared by the test folders."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import attrs
@@ -13,6 +14,24 @@ import psutil
 import trio
 
 from wave_actors.testing import FAULT_SERVER_PATH, count_tasks, process_census
+
+
+def held_descriptors() -> set[tuple[str, str]]:
+    """This process's open descriptors, each with what it is, but for files another thread reads for a moment.
+
+    The cgroup primer's thread reads ``/proc/<pid>/cgroup`` and writes
+    ``cgroup.procs`` beside a dial, so a bare count may be one higher or lower
+    by chance; pipes, pidfds, epolls and sockets are what a dial could leave.
+    """
+    held: set[tuple[str, str]] = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:  # the listing's own descriptor, or one closed since
+            continue
+        if not target.startswith(("/proc/", "/sys/fs/cgroup/")):
+            held.add((name, target))
+    return held
 
 
 def _command(process: psutil.Process) -> list[str]:

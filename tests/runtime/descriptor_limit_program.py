@@ -11,7 +11,6 @@ sessions, dials once more, and prints one JSON line with what it saw.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
 import tempfile
@@ -22,6 +21,9 @@ import trio
 
 from wave_actors import DialError, Host, ServerState, Session
 from wave_actors.testing import fault_server_entry
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' shared helpers, as pytest sees them
+from process_support import held_descriptors
 
 
 async def main(limit: int) -> dict[str, Any]:
@@ -43,7 +45,7 @@ async def main(limit: int) -> dict[str, Any]:
             assert failed is not None, "the limit was never reached"
             found["connected"] = len(sessions)
             found["lazy_error"] = failed.server("s").error
-            before, held_before = host.orphan_protection().file_descriptors, _held()
+            before, held_before = host.orphan_protection().file_descriptors, held_descriptors()
             explicit: list[str] = []
             for _ in range(5):
                 try:
@@ -51,7 +53,7 @@ async def main(limit: int) -> dict[str, Any]:
                 except DialError as error:
                     explicit.append(str(error))
             found["explicit_errors"] = explicit
-            after, held_after = host.orphan_protection().file_descriptors, _held()
+            after, held_after = host.orphan_protection().file_descriptors, held_descriptors()
             found["in_use_before_and_after_failed_dials"] = [
                 None if before is None else before.in_use,
                 None if after is None else after.in_use,
@@ -64,24 +66,6 @@ async def main(limit: int) -> dict[str, Any]:
             await failed.connect("s")
             found["after_ending_two"] = failed.server("s").state.value
     return found
-
-
-def _held() -> set[tuple[str, str]]:
-    """This process's descriptors and what each is, but for files read for a moment by other threads.
-
-    The cgroup primer's thread reads ``/proc/<pid>/cgroup`` and writes
-    ``cgroup.procs`` beside a dial, so a bare count may be one higher or lower
-    by chance; pipes, pidfds, epolls and sockets are what a failed dial could leave.
-    """
-    held: set[tuple[str, str]] = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:  # the listing's own descriptor, or one closed since
-            continue
-        if not target.startswith(("/proc/", "/sys/fs/cgroup/")):
-            held.add((name, target))
-    return held
 
 
 def _plain(value: object) -> object:

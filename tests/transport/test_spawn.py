@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from process_support import held_descriptors
 
 from wave_actors import Graces
 from wave_actors._family.parent_death import parent_death_signal_available
@@ -76,14 +77,7 @@ def python_named(directory: Path, name: str) -> str:
 
 def open_descriptors() -> int:
     """Descriptors open now, but for the cgroup files another thread (the cgroup primer) reads for a moment."""
-    count = 0
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:  # the listing's own, or closed since
-            continue
-        count += not target.startswith(("/proc/", "/sys/fs/cgroup/"))
-    return count
+    return len(held_descriptors())
 
 
 async def test_a_server_found_on_its_path_runs_with_the_signal_as_our_child(tmp_path: Path, way: str) -> None:

@@ -265,8 +265,8 @@ class TrioRuntime:
         trio stays busy (:meth:`_flush`): the outcomes of ten calls answered
         in one batch wake it once, and not while trio has tasks to run, so
         the two threads do not take the interpreter from each other at every
-        system call of those tasks. A closed loop is a
-        loop gone: the holder is let go at once.
+        system call of those tasks. A closed loop is a loop gone: the
+        holder is let go at once.
         """
         return self._post(_Posted(callback, args, None))
 
